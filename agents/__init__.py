@@ -1,0 +1,1 @@
+"""Graph nodes, one module each: read the state, call tools, return a state update."""

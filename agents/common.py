@@ -1,0 +1,55 @@
+"""Helpers shared by the nodes: settings from the state, and the task's runner."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+from graph.context import Settings
+from tools.backends import select_backend
+from tools.runner import Runner
+
+_RUNNERS: dict[str, Runner] = {}
+
+
+def settings(state: dict) -> Settings:
+    """Settings of this run (``state["options"]`` over defaults)."""
+    return Settings.from_options(state.get("options"))
+
+
+def source_hash(source: str) -> str:
+    """Short content hash of a source, used to remember tried patches."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def make_run_dir(out: str | None, name: str) -> str:
+    """Create a fresh run folder; never reuse an existing one (a suffix is added)."""
+    base = out or os.path.join("runs", f"{time.strftime('%Y%m%d-%H%M%S')}-{name or 'task'}")
+    path, k = base, 1
+    while os.path.exists(path) and os.listdir(path):
+        k += 1
+        path = f"{base}-{k}"
+    os.makedirs(path, exist_ok=True)
+    return os.path.abspath(path)
+
+
+def runner(state: dict) -> Runner:
+    """The ``Runner`` of this run, created (and its suite built) on first use in this process.
+
+    After a resume in a new process the suite is rebuilt: it is deterministic.
+    """
+    run_dir = state["run_dir"]
+    r = _RUNNERS.get(run_dir)
+    if r is None:
+        s = settings(state)
+        r = Runner(os.path.join(run_dir, "work"), state["reference_source"], select_backend(s.backend),
+                   timeout_s=s.timeout, tolerance=s.tolerance)
+        r.build_suite()
+        _RUNNERS[run_dir] = r
+    return r
+
+
+def forget_runner(run_dir: str) -> None:
+    """Drop the cached runner of a finished run."""
+    _RUNNERS.pop(run_dir, None)

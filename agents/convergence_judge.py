@@ -1,0 +1,119 @@
+"""Convergence judge: accept, retry (re-diagnose or re-patch), revert to the best so far, or abort.
+
+Every decision carries a one-line reason that reaches the report. Guards: attempt cap
+(``max_iterations``), evaluation cap (``max_evaluations``), wall-clock budget
+(``time_budget``), and no untried patch left (a repeated patch is never re-applied:
+the patcher filters tried sources, so an exhausted search ends here).
+"""
+
+from __future__ import annotations
+
+import time
+
+from agents.common import forget_runner, settings
+from tools.records import EvalResult
+from tools.report import SCHEMA, write_run_folder
+from tools.source_edit import unified_diff
+
+
+def convergence_judge(state: dict) -> dict:
+    """Decide what happens next; on accept or abort, write the report and the run folder."""
+    s = settings(state)
+    if state.get("error"):
+        return _finish(state, {}, "invalid_input", state["error"])
+    triage = state.get("triage", {})
+    audit = state.get("audit") or {}
+    if triage.get("status") == "pass" and not state.get("iterations"):
+        if audit.get("passed"):
+            return _finish(state, {}, "already_correct", "the candidate passes the whole suite and the audit")
+        return _finish(state, {}, "rejected", "the candidate passes the suite but fails the integrity audit")
+    if s.check:
+        return _finish(state, {}, "failing", f"{triage.get('classification')}: {triage.get('summary', '')}")
+
+    update: dict = {}
+    patch = state.get("pending_patch")
+    last = state.get("last_eval")
+    if patch is not None and last is not None:
+        ev = EvalResult(**{k: v for k, v in last.items() if k != "source"})
+        best = EvalResult(**state["best_eval"])
+        record = {"n": state["iterations"], "operator": patch["operator"], "description": patch["description"],
+                  "line": patch.get("line"), "status": ev.status, "failing_variants": len(ev.failing()),
+                  "audit": "" if not audit else ("clean" if audit.get("passed") else "rejected")}
+        update["attempts"] = [record]
+        update["pending_patch"] = None
+        update["last_eval"] = None
+        if ev.passed and audit.get("passed"):
+            return _finish(state, update, "repaired",
+                           f"attempt {record['n']} ({patch['operator']}) passes the search suite and the audit",
+                           repaired=last["source"])
+        if not ev.passed and _improves(ev.score(), best.score()):
+            update["best_source"] = last["source"]
+            update["best_eval"] = {k: v for k, v in last.items() if k != "source"}
+            update["route"] = "retry_plan"
+            update["reason"] = (f"attempt {record['n']} improves ({len(ev.failing())} failing variants, "
+                                f"was {len(best.failing())}): keep it and re-diagnose")
+        else:
+            update["route"] = "retry_patch"
+            update["reason"] = (f"attempt {record['n']} " + ("fails the audit" if ev.passed else "does not improve")
+                                + ": revert to the best so far")
+    elif state.get("exhausted"):
+        return _finish(state, update, "not_repaired", state.get("reason") or "no untried patch left")
+
+    it = state.get("iterations", 0)
+    if it >= s.max_iterations:
+        return _finish(state, update, "not_repaired", f"attempt cap reached ({s.max_iterations})")
+    if state.get("evaluations", 0) >= s.max_evaluations:
+        return _finish(state, update, "not_repaired",
+                       f"evaluation cap reached ({s.max_evaluations} sandboxed processes)")
+    if time.time() - state.get("started_at", time.time()) > s.time_budget:
+        return _finish(state, update, "not_repaired", f"time budget spent ({s.time_budget:.0f} s)")
+    update.setdefault("route", "retry_patch")
+    return update
+
+
+def _finish(state: dict, update: dict, status: str, reason: str, repaired: str | None = None) -> dict:
+    state = {**state, **update, "attempts": list(state.get("attempts", [])) + list(update.get("attempts", []))}
+    if status == "not_repaired" and any(a.get("audit") == "rejected" for a in state["attempts"]):
+        status, reason = "rejected", reason + "; every patch that passed the search suite failed the integrity audit"
+    report = build_report(state, status, reason, repaired)
+    run_dir = state.get("run_dir")
+    diff = unified_diff(state.get("candidate_source", ""), repaired) if repaired else ""
+    if run_dir:
+        write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
+        forget_runner(run_dir)
+    return {**update, "verdict": status, "reason": reason, "route": "accept" if status in ("repaired", "already_correct")
+            else "abort", "report": report, "repaired_source": repaired}
+
+
+def build_report(state: dict, status: str, reason: str, repaired: str | None) -> dict:
+    """The report dict (ARCHITECTURE §3, schema ``nearmiss.report/1``)."""
+    audit = state.get("audit") or {"passed": None, "findings": []}
+    attempts = list(state.get("attempts", []))
+    triage = dict(state.get("triage") or {})
+    triage.pop("eval", None)
+    run_dir = state.get("run_dir")
+    extra = state.get("extra") or {}
+    return {
+        "schema": SCHEMA,
+        "name": state.get("name", ""),
+        "status": status,
+        "reason": reason,
+        "backend": state.get("backend"),
+        "iterations": state.get("iterations", 0),
+        "evaluations": state.get("evaluations", 0),
+        "wall_s": round(time.time() - state.get("started_at", time.time()), 3),
+        "tokens": state.get("tokens") or {"prompt": 0, "completion": 0, "total": 0},
+        "triage": triage,
+        "diagnosis": state.get("diagnosis") or {},
+        "integrity": {"passed": audit.get("passed"), "findings": audit.get("findings", [])},
+        "attempts": attempts,
+        "suite_variants": extra.get("suite_variants"),
+        "startup_s": extra.get("startup_s"),
+        "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
+        "error": state.get("error") or None,
+    }
+
+
+def _improves(new: tuple[int, float], old: tuple[int, float]) -> bool:
+    """Fewer failing variants, or as many with at least ten times less error (summed log10 lower by 1)."""
+    return new[0] < old[0] or (new[0] == old[0] and new[1] < old[1] - 1.0)

@@ -1,0 +1,55 @@
+"""Integrity auditor: static anti-cheat checks and dynamic checks on the held-out inputs.
+
+A candidate that passes the search suite is accepted only when this audit is clean:
+no torch compute or try/except fallback in ``ModelNew`` (static), at least one Triton
+launch in every forward, inputs left unchanged, and a pass on the held-out variants
+the patcher never saw (dynamic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from agents.common import runner
+from tools.records import EvalResult, Finding
+from tools.static_checks import run_static_checks
+
+
+def integrity_auditor(state: dict) -> dict:
+    """Audit the candidate under test (the last patch if it passed, else the original)."""
+    last = state.get("last_eval")
+    source = last["source"] if last and last.get("status") == "pass" else state["candidate_source"]
+    r = runner(state)
+    findings: list[Finding] = run_static_checks(source)
+    if last and last.get("status") == "pass":
+        held = r.evaluate(source, r.ids("heldout"))
+        seen_variants = held.variants + EvalResult(**{k: v for k, v in last.items() if k != "source"}).variants
+    else:  # the original candidate: triage already ran it on the whole suite
+        held = EvalResult(**state["triage"]["eval"])
+        seen_variants = held.variants
+    for v in seen_variants:
+        if v.status == "pass" and v.launches == 0:
+            findings.append(Finding(check="no_launch", severity="error",
+                                    message=f"{v.variant_id}: the forward launched no Triton kernel"))
+        if v.inputs_mutated:
+            findings.append(Finding(check="inputs_mutated", severity="error",
+                                    message=f"{v.variant_id}: the forward changed its inputs"))
+    failing = [v for v in held.variants if v.status != "pass"]
+    for v in failing[:5]:
+        findings.append(Finding(check="heldout", severity="error",
+                                message=f"{v.variant_id}: {v.status}: {v.message[:200]}"))
+    seen, unique = set(), []
+    for f in findings:
+        if f.check not in seen:
+            seen.add(f.check)
+            unique.append(f)
+    audit = {"passed": not any(f.severity == "error" for f in unique),
+             "findings": [f.model_dump() for f in unique], "heldout_status": held.status,
+             "variants_checked": len(held.variants)}
+    if last and last.get("status") == "pass":
+        d = os.path.join(state["run_dir"], "attempts", f"{state.get('iterations', 0):02d}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "audit.json"), "w") as f:
+            json.dump(audit, f, indent=1)
+    return {"audit": audit, "evaluations": r.evaluations}

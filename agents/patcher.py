@@ -1,0 +1,77 @@
+"""Patcher: propose one minimal edit for the diagnosis.
+
+The offline engine ranks repair patterns from the knowledge base by the diagnosis'
+symptoms, generates every single edit their operators allow on the best candidate so far,
+and screens them in ranked order on the smallest failing input (many per sandboxed
+process). The first edit that passes there is proposed; if none does, the one that
+lowers the error most. An LLM patcher plugs in here later (``settings.patcher``).
+"""
+
+from __future__ import annotations
+
+from agents.common import runner, settings, source_hash
+from kb.retrieve import rank_patterns
+from tools.operators import propose
+from tools.records import EvalResult
+
+
+def patcher(state: dict) -> dict:
+    """Choose the next patch (or None when no untried edit is left)."""
+    s = settings(state)
+    r = runner(state)
+    diag = state.get("diagnosis", {})
+    ranked = rank_patterns(diag.get("symptoms", []))
+    ops = [p["operator"] for _, p in ranked]
+    tried = set(state.get("tried", []))
+    best = state["best_source"]
+    tensor_params = _tensor_params(state)
+    patches = [p for p in propose(best, ops, tensor_params) if source_hash(p.source) not in tried]
+    target = diag.get("smallest_failing") or r.smallest(r.ids("search"))
+    base = EvalResult(**state["best_eval"])
+    base_v = next((v for v in base.variants if v.variant_id == target), None)
+    base_score = (1, 0.0) if base_v is None else EvalResult(status=base_v.status, variants=[base_v],
+                                                              backend=base.backend).score()
+    screened: list[str] = []
+    best_partial = None
+    budget_left = max(0, s.max_evaluations - r.evaluations)
+    for i in range(0, len(patches), s.screen_batch):
+        if budget_left <= 0:
+            break
+        batch = patches[i: i + s.screen_batch]
+        before = r.evaluations
+        results = r.screen([p.source for p in batch], [target])
+        budget_left -= r.evaluations - before
+        for p, res in zip(batch, results):
+            screened.append(source_hash(p.source))
+            if res.passed:
+                chosen = {**p.model_dump(), "screen": {"variant": target, "status": "pass"}}
+                return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
+            if res.score() < base_score and (best_partial is None or res.score() < best_partial[0]):
+                best_partial = (res.score(), p, res)
+    if best_partial is not None:
+        _, p, res = best_partial
+        chosen = {**p.model_dump(), "screen": {"variant": target, "status": res.status, "partial": True}}
+        return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
+    return {"pending_patch": None, "tried": screened, "evaluations": r.evaluations, "exhausted": True,
+            "reason": f"no untried edit from {len(ops)} patterns passes or improves {target}"}
+
+
+def _tensor_params(state: dict) -> list[str] | None:
+    """Names of ModelNew.forward parameters that receive tensors in the default inputs."""
+    import ast
+
+    suite = state.get("suite") or []
+    if not suite:
+        return None
+    dtypes = suite[0].get("dtypes", [])
+    try:
+        tree = ast.parse(state["best_source"])
+    except SyntaxError:
+        return None
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ClassDef) and n.name == "ModelNew":
+            for f in n.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "forward":
+                    names = [a.arg for a in f.args.args[1:]]
+                    return [nm for nm, dt in zip(names, dtypes) if dt not in ("int", "float", "bool", "NoneType")]
+    return None

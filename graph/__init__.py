@@ -1,0 +1,1 @@
+"""The nearmiss LangGraph: state, settings, wiring and the command line."""

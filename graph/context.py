@@ -1,0 +1,46 @@
+"""Run settings: one field per CLI option, each with a description and an environment fallback."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+
+def _env(name: str, default):
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return type(default)(raw) if default is not None else raw
+
+
+@dataclass(kw_only=True)
+class Settings:
+    """Knobs of a repair run (ARCHITECTURE §2); ``options`` in the graph input override them."""
+
+    backend: str = field(default_factory=lambda: _env("NEARMISS_BACKEND", "auto"),
+                         metadata={"description": "auto | interpreter | cuda | npu"})
+    patcher: str = field(default_factory=lambda: _env("NEARMISS_PATCHER", "patterns"),
+                         metadata={"description": "patterns (offline repair engine); llm and auto come with the LLM patcher"})
+    max_iterations: int = field(default=8, metadata={"description": "attempt cap: patches applied before abort"})
+    max_evaluations: int = field(default=40, metadata={"description": "cap on sandboxed evaluation processes"})
+    time_budget: float = field(default=1800.0, metadata={"description": "wall-clock seconds before abort"})
+    token_budget: int = field(default=200_000, metadata={"description": "LLM tokens before abort"})
+    timeout: float = field(default=60.0, metadata={"description": "seconds per sandboxed evaluation process"})
+    screen_batch: int = field(default=12, metadata={"description": "patches screened per sandboxed process"})
+    check: bool = field(default=False, metadata={"description": "evaluate and audit only, no repair"})
+    out: str | None = field(default=None, metadata={"description": "run folder; default runs/<time>-<name>/"})
+    atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})
+    rtol: float | None = field(default=None, metadata={"description": "relative tolerance overriding the dtype table"})
+
+    @classmethod
+    def from_options(cls, options: dict | None) -> "Settings":
+        """Build settings from an options dict, ignoring unknown or None values."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (options or {}).items() if k in names and v is not None})
+
+    @property
+    def tolerance(self) -> tuple[float, float] | None:
+        """``(atol, rtol)`` when the task overrides the dtype table, else None."""
+        if self.atol is None and self.rtol is None:
+            return None
+        return (self.atol if self.atol is not None else 1e-4, self.rtol if self.rtol is not None else 1e-4)

@@ -1,0 +1,143 @@
+"""Command line: ``python -m graph.run CANDIDATE --reference REFERENCE`` or ``python -m graph.run TASK_DIR``.
+
+Exit codes (ARCHITECTURE §2): 0 repaired or already correct (with ``--check``: correct and
+clean); 1 not repaired, rejected, or failing; 2 invalid input or usage, with one line
+naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+
+from rich.console import Console
+
+EXIT = {"repaired": 0, "already_correct": 0, "failing": 1, "not_repaired": 1, "rejected": 1, "invalid_input": 2}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 2, as for every usage error
+        self.exit(2, f"error: {message}\n")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse the CLI options of ARCHITECTURE §2."""
+    p = _Parser(prog="python -m graph.run", description="Repair a near-miss Triton kernel against its PyTorch reference.")
+    p.add_argument("task", help="task folder (reference.py, candidate.py[, task.toml]) or the candidate file")
+    p.add_argument("--reference", help="reference file, when TASK is a candidate file")
+    p.add_argument("--out", help="run folder (default runs/<time>-<name>/; an existing one is never overwritten)")
+    p.add_argument("--backend", choices=["auto", "interpreter", "cuda", "npu"], default=None)
+    p.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None)
+    p.add_argument("--max-iterations", type=int, default=None, help="attempt cap (default 8)")
+    p.add_argument("--max-evaluations", type=int, default=None, help="sandboxed evaluation processes (default 40)")
+    p.add_argument("--token-budget", type=int, default=None, help="LLM tokens before abort")
+    p.add_argument("--time-budget", type=float, default=None, help="wall-clock seconds before abort (default 1800)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per sandboxed evaluation (default 60)")
+    p.add_argument("--check", action="store_true", help="evaluate and audit the candidate as it is; no repair")
+    p.add_argument("--json", action="store_true", help="print report.json on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p.parse_args(argv)
+
+
+def _progress(console: Console, node: str, update: dict, t0: float) -> None:
+    if not isinstance(update, dict):
+        return
+    el = f"[dim]{time.monotonic() - t0:6.1f}s[/dim]"
+    if node == "triage":
+        if update.get("error"):
+            return
+        tri = update.get("triage", {})
+        console.print(f"{el} [bold]triage[/bold]  {tri.get('classification')}: {tri.get('summary', '')}"
+                      f"  ({update.get('extra', {}).get('suite_variants')} variants, backend {update.get('backend')})")
+    elif node == "instrumentation_planner":
+        d = update.get("diagnosis", {})
+        console.print(f"{el} [bold]planner[/bold] symptoms: {', '.join(d.get('symptoms', [])) or 'none'}; "
+                      f"smallest failing: {d.get('smallest_failing')}")
+    elif node == "patcher":
+        p = update.get("pending_patch")
+        screened = len(update.get("tried", []))
+        if p:
+            console.print(f"{el} [bold]patcher[/bold] {p['operator']}: {p['description']}  (screened {screened})")
+        else:
+            console.print(f"{el} [bold]patcher[/bold] no edit left ({screened} screened)")
+    elif node == "hardware_runner":
+        ev = update.get("last_eval", {})
+        bad = [v for v in ev.get("variants", []) if v["status"] != "pass"]
+        console.print(f"{el} [bold]runner[/bold]  attempt {update.get('iterations')}: {ev.get('status')} "
+                      f"({len(bad)} of {len(ev.get('variants', []))} search variants failing)")
+    elif node == "integrity_auditor":
+        a = update.get("audit", {})
+        errs = [f["check"] for f in a.get("findings", []) if f["severity"] == "error"]
+        console.print(f"{el} [bold]auditor[/bold] {'clean' if a.get('passed') else 'REJECT: ' + ', '.join(errs)}")
+    elif node == "convergence_judge":
+        console.print(f"{el} [bold]judge[/bold]   {update.get('verdict') or update.get('route')}: {update.get('reason', '')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the debugger on one task; return the exit code."""
+    args = parse_args(argv)
+    console = Console(stderr=True, quiet=args.quiet)
+    from agents.common import make_run_dir
+    from tools.task import TaskError, load_task
+
+    try:
+        task = load_task(args.task, args.reference)
+    except TaskError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.patcher in ("llm", "auto"):
+        print(f"error: --patcher {args.patcher}: the LLM patcher is not part of this build yet; use --patcher patterns",
+              file=sys.stderr)
+        return 2
+    options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
+    options.update({k: v for k, v in {
+        "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
+        "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
+        "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check}.items() if v not in (None, False)})
+    run_dir = make_run_dir(args.out, task.name)
+    options["out"] = run_dir
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from graph.build import build_graph
+
+    conn = sqlite3.connect(os.path.join(run_dir, "checkpoints.sqlite"), check_same_thread=False)
+    app = build_graph().compile(checkpointer=SqliteSaver(conn))
+    config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
+    inputs = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
+              "name": task.name, "options": options}
+    console.print(f"[bold]nearmiss[/bold] {task.name} -> {run_dir}")
+    t0 = time.monotonic()
+    try:
+        for chunk in app.stream({**inputs, "run_dir": run_dir}, config, stream_mode="updates"):
+            for node, update in chunk.items():
+                _progress(console, node, update, t0)
+    except KeyboardInterrupt:
+        print(f"error: interrupted; the run folder {run_dir} keeps the finished attempts", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - one line unless --debug
+        if args.debug:
+            raise
+        print(f"error: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+    finally:
+        pass
+    values = app.get_state(config).values
+    conn.close()
+    report = values.get("report") or {}
+    status = report.get("status", "not_repaired")
+    if status == "invalid_input":
+        print(f"error: {report.get('error')}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    console.print(f"[bold]{status}[/bold]: {report.get('reason', '')}"
+                  + (f"\nrepaired kernel: {report['repaired_path']}" if report.get("repaired_path") else ""))
+    return EXIT.get(status, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Knowledge base of repair patterns (``kb/patterns/*.toml``)."""

@@ -1,0 +1,1 @@
+"""Tools of nearmiss: plain functions and classes that know nothing of LangGraph."""

@@ -1,0 +1,96 @@
+"""Typed records exchanged between tools, nodes and the report (pydantic).
+
+Nodes keep these records in the graph state as plain dicts (``model_dump()``), so the
+state stays serialisable for checkpointers; tools build and validate them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+EvalStatus = Literal["compile_error", "runtime_error", "timeout", "mismatch", "pass"]
+
+
+class TensorError(BaseModel):
+    """Error statistics of one output tensor against the reference output."""
+
+    output_index: int = Field(description="position of the tensor in the output tuple (0 for a single tensor)")
+    shape: list[int] = Field(description="reference output shape")
+    dtype: str = Field(description="reference output dtype, e.g. 'float32'")
+    ok: bool = Field(description="within atol/rtol, NaN/Inf positions equal, shapes equal")
+    max_abs_err: float = Field(0.0, description="max |candidate - reference| over finite positions")
+    max_rel_err: float = Field(0.0, description="max |candidate - reference| / (|reference| + 1e-12)")
+    mismatch_frac: float = Field(0.0, description="fraction of elements outside tolerance")
+    first_bad_index: list[int] | None = Field(None, description="multi-index of the first bad element")
+    nan_count: int = Field(0, description="NaNs in the candidate output")
+    inf_count: int = Field(0, description="Infs in the candidate output")
+    ref_nan_count: int = 0
+    ref_inf_count: int = 0
+    bad_along_dims: list[dict] = Field(default_factory=list, description="per dimension: size, bad index count, first/last bad index")
+    message: str = ""
+
+
+class VariantResult(BaseModel):
+    """Outcome of the candidate on one input variant of the suite."""
+
+    variant_id: str
+    status: EvalStatus
+    errors: list[TensorError] = Field(default_factory=list)
+    launches: int = Field(0, description="Triton kernel launches during the forward")
+    inputs_mutated: bool = False
+    wall_s: float = Field(0.0, description="seconds spent in this variant's forward")
+    message: str = Field("", description="exception summary with candidate line numbers, or the mismatch summary")
+
+    @property
+    def max_abs_err(self) -> float:
+        """Largest max-abs error over the outputs (inf when the variant did not produce outputs)."""
+        if self.status in ("compile_error", "runtime_error", "timeout"):
+            return float("inf")
+        return max((e.max_abs_err for e in self.errors), default=0.0)
+
+
+class EvalResult(BaseModel):
+    """Typed result of one evaluation of a candidate source on some suite variants."""
+
+    status: EvalStatus = Field(description="worst status over the variants evaluated")
+    variants: list[VariantResult] = Field(default_factory=list)
+    backend: str
+    wall_s: float = Field(0.0, description="seconds for the whole evaluation, subprocess included")
+    startup_s: float = Field(0.0, description="seconds the sandboxed process spent importing torch/triton and loading the task")
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """True when every evaluated variant passed."""
+        return self.status == "pass"
+
+    def failing(self) -> list[VariantResult]:
+        """Variants that did not pass, in evaluation order."""
+        return [v for v in self.variants if v.status != "pass"]
+
+    def score(self) -> tuple[int, float]:
+        """Sort key, lower is better: (failing variants, summed log error of the failing ones)."""
+        import math
+
+        bad = self.failing()
+        return (len(bad), sum(math.log10(1.0 + min(v.max_abs_err, 1e30)) for v in bad))
+
+
+class Finding(BaseModel):
+    """One integrity or diagnosis finding."""
+
+    check: str
+    severity: Literal["info", "warning", "error"]
+    message: str
+
+
+class Patch(BaseModel):
+    """One minimal edit of the candidate proposed by a repair operator."""
+
+    operator: str = Field(description="repair operator id (kb/patterns)")
+    description: str = Field(description="what the edit does, in one line")
+    line: int = Field(description="1-based line of the candidate the edit touches")
+    source: str = Field(description="the whole patched candidate source")
+    diff: str = ""

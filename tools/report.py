@@ -1,0 +1,74 @@
+"""Run folder output: report.json (schema ``nearmiss.report/1``), report.md, files written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+SCHEMA = "nearmiss.report/1"
+STATUSES = ("repaired", "already_correct", "failing", "not_repaired", "rejected", "invalid_input")
+
+
+def write_atomic(directory: str, files: dict[str, str]) -> None:
+    """Write a folder of text files so that it appears complete or not at all.
+
+    The files go to a temporary sibling folder that is then renamed into place; an existing
+    folder of the same name is replaced.
+    """
+    parent = os.path.dirname(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    for name, text in files.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    if os.path.exists(directory):
+        shutil.rmtree(directory)
+    os.replace(tmp, directory)
+
+
+def write_file_atomic(path: str, text: str) -> None:
+    """Write one text file atomically (temporary file, then rename)."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def render_markdown(report: dict, diff: str = "") -> str:
+    """Human-readable report: verdict, diagnosis, diff, checks, cost."""
+    lines = [f"# nearmiss report: {report.get('name', '')}", "",
+             f"**Status: {report['status']}** — {report.get('reason', '')}", "",
+             f"- backend: {report.get('backend')}",
+             f"- iterations: {report.get('iterations')}, evaluations: {report.get('evaluations')}, "
+             f"wall: {report.get('wall_s', 0):.1f} s, tokens: {report.get('tokens', {}).get('total', 0)}", ""]
+    tri = report.get("triage") or {}
+    if tri:
+        lines += ["## Triage", "", f"{tri.get('classification', '')}: {tri.get('summary', '')}", ""]
+    diag = report.get("diagnosis") or {}
+    if diag:
+        lines += ["## Diagnosis", "", f"Symptoms: {', '.join(diag.get('symptoms', [])) or 'none'}", ""]
+        lines += [f"- {f}" for f in diag.get("findings", [])] + [""]
+    if diff:
+        lines += ["## Repair", "", "```diff", diff.rstrip(), "```", ""]
+    integ = report.get("integrity") or {}
+    lines += ["## Integrity", "", f"passed: {integ.get('passed')}", ""]
+    lines += [f"- [{f['severity']}] {f['check']}: {f['message']}" for f in integ.get("findings", [])] + [""]
+    if report.get("attempts"):
+        lines += ["## Attempts", "", "| # | operator | edit | search suite | audit |", "|---|---|---|---|---|"]
+        for a in report["attempts"]:
+            lines.append(f"| {a['n']} | {a['operator']} | {a['description']} | {a['status']} | {a.get('audit', '')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_run_folder(run_dir: str, report: dict, original: str, repaired: str | None, diff: str = "") -> None:
+    """Write ``original.py``, ``repaired.py`` (if any), ``report.json`` and ``report.md`` into ``run_dir``."""
+    write_file_atomic(os.path.join(run_dir, "original.py"), original)
+    if repaired is not None:
+        write_file_atomic(os.path.join(run_dir, "repaired.py"), repaired)
+    write_file_atomic(os.path.join(run_dir, "report.json"), json.dumps(report, indent=1))
+    write_file_atomic(os.path.join(run_dir, "report.md"), render_markdown(report, diff))

@@ -1,0 +1,222 @@
+"""Hardware runner: build the suite once, evaluate candidate sources in the sandbox.
+
+Every evaluation is one sandboxed subprocess (``tools.sandbox``); outputs come back as
+files and are compared here, in the parent, with ``tools.compare``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import torch
+
+from tools.backends import Backend
+from tools.compare import compare_outputs
+from tools.records import EvalResult, VariantResult
+from tools.sandbox import run_worker
+
+STATUS_RANK = {"pass": 0, "mismatch": 1, "timeout": 2, "runtime_error": 3, "compile_error": 4}
+
+
+class SuiteError(Exception):
+    """The reference cannot produce a suite (invalid input: exit code 2)."""
+
+
+class Runner:
+    """Evaluates candidates of one task on one backend.
+
+    Args:
+        work_dir: folder for the suite and sandbox scratch space (inside the run folder).
+        reference_source: the reference's Python source.
+        backend: where kernels run.
+        timeout_s: wall-clock seconds per evaluation subprocess (default 60).
+        tolerance: ``(atol, rtol)`` overriding the per-dtype table, or None.
+    """
+
+    def __init__(self, work_dir: str, reference_source: str, backend: Backend, timeout_s: float = 60.0,
+                 tolerance: tuple[float, float] | None = None) -> None:
+        self.work_dir = os.path.abspath(work_dir)
+        self.reference_source = reference_source
+        self.backend = backend
+        self.timeout_s = timeout_s
+        self.tolerance = tolerance
+        self.evaluations = 0
+        self.startup_s: list[float] = []
+        self.variants: list[dict] = []
+        self._expected: dict = {}
+        self._n = 0
+        os.makedirs(self.work_dir, exist_ok=True)
+
+    # ----------------------------------------------------------------- suite
+    def build_suite(self) -> list[dict]:
+        """Run the reference in the sandbox to derive the suite; return its variants' metadata.
+
+        Raises:
+            SuiteError: the reference fails to import, raises on its own inputs, returns
+                no tensor, or the process crashes or times out.
+        """
+        d = os.path.join(self.work_dir, "suite")
+        os.makedirs(d, exist_ok=True)
+        ref_path = os.path.join(d, "reference.py")
+        with open(ref_path, "w") as f:
+            f.write(self.reference_source)
+        job = os.path.join(d, "job.json")
+        with open(job, "w") as f:
+            json.dump({"reference_path": ref_path, "out_dir": d}, f)
+        res = run_worker(["suite", job], os.path.join(d, "sandbox"), {"TRITON_INTERPRET": "1"},
+                         timeout_s=max(self.timeout_s, 120), memory_bytes=16 << 30)
+        err = os.path.join(d, "error.json")
+        if os.path.exists(err):
+            with open(err) as f:
+                raise SuiteError(json.load(f)["error"])
+        if res.timed_out:
+            raise SuiteError(f"the reference did not finish its inputs within {max(self.timeout_s, 120):.0f} s")
+        if res.returncode != 0:
+            last = (res.stderr_tail.strip().splitlines() or [res.signal_name or "no output"])[-1]
+            raise SuiteError(f"the reference process failed ({res.signal_name or res.returncode}): {last[:200]}")
+        with open(os.path.join(d, "suite.json")) as f:
+            self.variants = json.load(f)["variants"]
+        self._expected = torch.load(os.path.join(d, "expected.pt"), weights_only=True)
+        self._inputs_path = os.path.join(d, "inputs.pt")
+        return self.variants
+
+    def ids(self, split: str | None = None) -> list[str]:
+        """Variant ids of one split (``search`` or ``heldout``), or all."""
+        return [v["id"] for v in self.variants if split is None or v["split"] == split]
+
+    def smallest(self, ids: list[str]) -> str:
+        """Of the given variant ids, the one with the fewest input elements."""
+        size = {v["id"]: v["numel"] for v in self.variants}
+        return min(ids, key=lambda i: (size[i], i))
+
+    # ------------------------------------------------------------ evaluation
+    def evaluate(self, source: str, variant_ids: list[str]) -> EvalResult:
+        """Run one candidate source on the given variants and compare with the reference."""
+        return self.screen([source], variant_ids)[0]
+
+    def screen(self, sources: list[str], variant_ids: list[str]) -> list[EvalResult]:
+        """Run several candidate sources on the same variants, in one sandboxed process when possible.
+
+        A crash or timeout ends the process; the next source continues in a new process, so
+        one hostile source cannot take the others down.
+
+        Returns:
+            One ``EvalResult`` per source, in order.
+        """
+        self._n += 1
+        d = os.path.join(self.work_dir, "evals", f"{self._n:04d}")
+        os.makedirs(d, exist_ok=True)
+        paths = []
+        for k, src in enumerate(sources):
+            cdir = os.path.join(d, f"cand{k}")
+            os.makedirs(cdir)
+            p = os.path.join(cdir, "candidate.py")
+            with open(p, "w") as f:
+                f.write(src)
+            paths.append(p)
+        events: list[dict] = []
+        per_cand_wall = [0.0] * len(sources)
+        startups: list[float] = []
+        start_at = 0
+        crash_notes: dict[tuple[int, str | None], tuple[str, str]] = {}
+        while start_at < len(sources):
+            job = os.path.join(d, f"job{start_at}.json")
+            with open(job, "w") as f:
+                json.dump({"inputs_path": self._inputs_path, "candidates": paths, "variant_ids": variant_ids,
+                           "out_dir": d, "start_at": start_at, "device": self.backend.device}, f)
+            t0 = time.monotonic()
+            res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
+                             timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes)
+            self.evaluations += 1
+            new = _read_events(os.path.join(d, "events.jsonl"))[len(events):]
+            events += new
+            ready = [e for e in new if e["event"] == "ready"]
+            startups += [e["startup_s"] for e in ready]
+            started = [e for e in new if e["event"] == "start"]
+            finished_all = res.returncode == 0 and not res.timed_out
+            if finished_all:
+                break
+            # the process died: blame the last started (candidate, variant), go on after it
+            last = started[-1] if started else {"cand": start_at, "variant": None}
+            if res.timed_out:
+                why = ("timeout", f"no result within {self.timeout_s:.0f} s (process group killed)")
+            elif res.signal_name:
+                why = ("runtime_error", f"the process was killed by {res.signal_name}")
+            else:
+                tail = (res.stderr_tail.strip().splitlines() or [""])[-1][:200]
+                why = ("runtime_error", f"the process exited with code {res.returncode} before finishing: {tail}")
+            crash_notes[(last["cand"], last["variant"])] = why
+            per_cand_wall[last["cand"]] += time.monotonic() - t0
+            start_at = last["cand"] + 1
+        if startups:
+            self.startup_s.append(startups[0])
+        results = []
+        for k in range(len(sources)):
+            results.append(self._result(k, variant_ids, events, crash_notes, startups[0] if startups else 0.0))
+        if not os.environ.get("NEARMISS_KEEP_EVALS"):
+            shutil.rmtree(d, ignore_errors=True)
+        return results
+
+    def _result(self, k: int, variant_ids: list[str], events: list[dict], crash_notes: dict,
+                startup_s: float) -> EvalResult:
+        mine = [e for e in events if e.get("cand") == k]
+        cand_err = next((e for e in mine if e["event"] == "cand_error"), None)
+        vres: list[VariantResult] = []
+        if cand_err:
+            vres = [VariantResult(variant_id=v, status="compile_error", message=cand_err["message"]) for v in variant_ids]
+        elif (k, None) in crash_notes:
+            st, msg = crash_notes[(k, None)]
+            vres = [VariantResult(variant_id=v, status=st, message="while loading the candidate: " + msg)
+                    for v in variant_ids]
+        else:
+            done = {e["variant"]: e for e in mine if e["event"] == "done"}
+            for v in variant_ids:
+                if v in done:
+                    vres.append(self._variant(done[v]))
+                elif (k, v) in crash_notes:
+                    st, msg = crash_notes[(k, v)]
+                    vres.append(VariantResult(variant_id=v, status=st, message=msg))
+                # variants after a crash are not run: absent from the result
+        status = max((r.status for r in vres), key=STATUS_RANK.__getitem__, default="runtime_error")
+        wall = sum(r.wall_s for r in vres)
+        msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")
+        return EvalResult(status=status, variants=vres, backend=self.backend.name, wall_s=wall,
+                          startup_s=startup_s, message=msg)
+
+    def _variant(self, e: dict) -> VariantResult:
+        vid = e["variant"]
+        if e["status"] != "ran":
+            return VariantResult(variant_id=vid, status=e["status"], message=e.get("message", ""),
+                                 launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0))
+        try:
+            out = torch.load(os.path.join(self._eval_dir(), e["output_file"]), weights_only=True)
+        except Exception as ex:  # noqa: BLE001 - the file came from untrusted code
+            return VariantResult(variant_id=vid, status="runtime_error",
+                                 message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
+        errors = compare_outputs(out, self._expected[vid], self.tolerance)
+        ok = all(x.ok for x in errors)
+        msg = "" if ok else "; ".join(x.message for x in errors if not x.ok)
+        return VariantResult(variant_id=vid, status="pass" if ok else "mismatch", errors=errors,
+                             launches=e.get("launches", 0), inputs_mutated=bool(e.get("mutated")),
+                             wall_s=e.get("wall_s", 0.0), message=msg)
+
+    def _eval_dir(self) -> str:
+        return os.path.join(self.work_dir, "evals", f"{self._n:04d}")
+
+
+def _read_events(path: str) -> list[dict]:
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(ev, dict) and "event" in ev:
+                out.append(ev)
+    return out

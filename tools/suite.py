@@ -1,0 +1,270 @@
+"""Full-coverage input suite: variants of the reference's inputs (ARCHITECTURE §6).
+
+Runs inside the sandboxed reference process (``tools.worker suite``). From
+``get_inputs()`` it derives:
+
+- the default inputs under seeds 1, 2, 3;
+- size variants: every module-level integer that ``get_inputs`` reads (KernelBench
+  problems size their inputs with such globals) moved to a size that breaks block
+  alignment (a prime below it; 3 for sizes 1 and 2); without such globals, every tensor
+  dimension shrunk to a prime by slicing;
+- non-contiguous layouts of the floating-point inputs of rank >= 2: rows padded (a
+  sliced view) and column-major (transposed strides);
+- value regimes of the floating-point inputs: all-negative (``-|x|``), large magnitude
+  (``x * 100``) and a large negative offset (``x - 100``).
+
+Only variants on which the reference runs and gives finite outputs are kept. The suite
+is split into a *search* part (used by triage and the patcher) and a *held-out* part (other
+seeds and sizes, used only by the integrity auditor).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+SEEDS = (1, 2, 3)
+REGIMES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "negative": lambda x: -x.abs(),
+    "large": lambda x: x * 100.0,
+    "offset": lambda x: x - 100.0,
+}
+
+
+@dataclass
+class Variant:
+    """One input list of the suite with its provenance."""
+
+    id: str
+    split: str  # "search" | "heldout"
+    seed: int
+    description: str
+    inputs: list
+    expected: object = None
+    numel: int = 0
+    replay: str = ""
+    meta: dict = field(default_factory=dict)
+
+
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % p for p in range(2, int(math.isqrt(n)) + 1))
+
+
+def unaligned_size(n: int) -> int:
+    """Return a size near ``n`` that no power-of-two block divides: the largest prime below ``n``, or 3 for n <= 3."""
+    if n <= 3:
+        return 3 if n != 3 else 5
+    p = n - 1
+    while not _is_prime(p):
+        p -= 1
+    return p
+
+
+def heldout_size(n: int) -> int:
+    """Return a second unaligned size for the held-out part: a prime near 3/4 of ``n`` (at least 5)."""
+    if n <= 3:
+        return 7
+    return unaligned_size(max(6, (3 * n) // 4 + 1))
+
+
+def _numel(inputs: list) -> int:
+    return sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def _seeded(fn: Callable[[], list], seed: int) -> list:
+    torch.manual_seed(seed)
+    return list(fn())
+
+
+def _size_globals(module) -> list[str]:
+    """Module-level positive ints that ``get_inputs`` reads by name."""
+    code = module.get_inputs.__code__
+    names = set(code.co_names)
+    for const in code.co_consts:  # nested lambdas / comprehensions
+        if hasattr(const, "co_names"):
+            names |= set(const.co_names)
+    out = []
+    for name in sorted(names):
+        v = getattr(module, name, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            out.append(name)
+    return out
+
+
+def _shrink_dim(inputs: list, size: int, new: int) -> list:
+    """Slice every tensor dimension equal to ``size`` down to ``new``; wrap index tensors into range."""
+    out = []
+    for x in inputs:
+        if not isinstance(x, torch.Tensor):
+            out.append(x)
+            continue
+        y = x
+        for d, s in enumerate(x.shape):
+            if s == size:
+                y = y.narrow(d, 0, new)
+        y = y.clone()
+        if not y.is_floating_point() and y.dtype != torch.bool and y.numel() and int(y.min()) >= 0 \
+                and int(y.max()) < size:
+            y = y % new
+        out.append(y)
+    return out
+
+
+def _sliced(x: torch.Tensor) -> torch.Tensor:
+    """Same values in a view whose rows are padded: stride(-2) > size(-1) (a ``[:, :V]`` slice)."""
+    pad = list(x.shape)
+    pad[-1] += 7
+    buf = torch.zeros(pad, dtype=x.dtype)
+    view = buf[..., : x.shape[-1]]
+    view.copy_(x)
+    return view
+
+
+def _transposed(x: torch.Tensor) -> torch.Tensor:
+    """Same values in a column-major view (the last two dimensions' strides swapped)."""
+    return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+LAYOUTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"sliced": _sliced, "transposed": _transposed}
+
+
+def _layout(inputs: list, fn: Callable[[torch.Tensor], torch.Tensor]) -> list:
+    return [fn(x) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 2 else x for x in inputs]
+
+
+def _regime(inputs: list, fn: Callable[[torch.Tensor], torch.Tensor]) -> list:
+    return [fn(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def generate_variants(module) -> list[Variant]:
+    """Derive the suite's variants (inputs only) from a reference module.
+
+    Args:
+        module: the loaded reference (``get_inputs`` required).
+
+    Returns:
+        Variants in a stable order; ``expected`` is filled later by ``fill_expected``.
+    """
+    get = module.get_inputs
+    out = [Variant(f"default/seed{s}", "heldout" if s == 3 else "search", s,
+                   f"get_inputs() under seed {s}", _seeded(get, s)) for s in SEEDS]
+    base = out[0].inputs
+    names = _size_globals(module)
+    if names:
+        for name in names:
+            old = getattr(module, name)
+            for split, new, seed in (("search", unaligned_size(old), 1), ("heldout", heldout_size(old), 3)):
+                setattr(module, name, new)
+                try:
+                    inputs = _seeded(get, seed)
+                except Exception:  # the reference does not accept this size: not a variant
+                    continue
+                finally:
+                    setattr(module, name, old)
+                out.append(Variant(f"size/{name}={new}/seed{seed}", split, seed,
+                                   f"{name} = {new} (was {old}) under seed {seed}", inputs,
+                                   meta={"global": name, "value": new}))
+    else:
+        sizes = sorted({s for x in base if isinstance(x, torch.Tensor) for s in x.shape if s > 3})
+        for size in sizes:
+            for split, new in (("search", unaligned_size(size)), ("heldout", heldout_size(size))):
+                if new >= size:
+                    continue
+                out.append(Variant(f"size/dim{size}->{new}", split, 1,
+                                   f"every dimension of size {size} sliced to {new}",
+                                   _shrink_dim(base, size, new), meta={"dim": size, "value": new}))
+    for name, fn in REGIMES.items():
+        out.append(Variant(f"regime/{name}/seed1", "search", 1, f"{name} values ({name} regime) under seed 1",
+                           _regime(base, fn), meta={"regime": name}))
+        out.append(Variant(f"regime/{name}/seed3", "heldout", 3, f"{name} values ({name} regime) under seed 3",
+                           _regime(out[2].inputs, fn), meta={"regime": name}))
+    if any(isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 2 for x in base):
+        for (name, fn), split in zip(LAYOUTS.items(), ("search", "heldout")):
+            out.append(Variant(f"layout/{name}/seed1", split, 1, f"non-contiguous ({name}) float inputs under seed 1",
+                               _layout(base, fn), meta={"layout": name}))
+    for v in out:
+        v.numel = _numel(v.inputs)
+    return out
+
+
+def clone_inputs(inputs: list) -> list:
+    """Deep-copy tensors (same strides) so a forward cannot change the stored inputs."""
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+            y.copy_(x)
+            out.append(y)
+        else:
+            out.append(x)
+    return out
+
+
+def _finite(out) -> bool:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return all(not isinstance(t, torch.Tensor) or not t.is_floating_point() or bool(torch.isfinite(t).all())
+               for t in outs)
+
+
+def _well_conditioned(module, init_inputs: list, seed: int, inputs: list, out) -> bool:
+    """True when the reference at its own precision agrees with itself in float64.
+
+    A variant on which the fp32 (or fp16) reference already differs from the fp64 reference
+    by more than the comparison tolerance is ill-conditioned at that precision (e.g.
+    LayerNorm of ``x - 100``, where the variance cancels): a correct kernel could not match
+    it, so it is no test. When the reference cannot run in float64 the variant is kept.
+    """
+    from tools.compare import compare_outputs
+
+    try:
+        torch.manual_seed(seed)
+        model = module.Model(*init_inputs).double()
+        with torch.no_grad():
+            ref64 = model(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                            for x in clone_inputs(inputs)])
+        outs = out if isinstance(out, tuple) else (out,)
+        r64 = ref64 if isinstance(ref64, (tuple, list)) else (ref64,)
+        r64 = tuple(b.to(a.dtype) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else b
+                    for a, b in zip(outs, r64))
+        return all(e.ok for e in compare_outputs(outs, r64))
+    except Exception:  # noqa: BLE001 - a reference that cannot run in fp64 gives no verdict
+        return True
+
+
+def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int = 42) -> list[Variant]:
+    """Run the reference on every variant; keep those it runs on with finite outputs.
+
+    The default variant under seed 1 is always kept (non-finite outputs are compared by
+    position); other variants are kept only when well-conditioned (``_well_conditioned``).
+
+    Raises:
+        RuntimeError: the reference fails on its own default inputs (message names the exception).
+    """
+    kept = []
+    for v in variants:
+        torch.manual_seed(seed)
+        model = module.Model(*init_inputs)
+        try:
+            with torch.no_grad():
+                out = model(*clone_inputs(v.inputs))
+        except Exception as e:
+            if v.id == "default/seed1":
+                raise RuntimeError(f"the reference raises {type(e).__name__}: {e} on its own inputs") from None
+            continue
+        if isinstance(out, (tuple, list)):
+            out = tuple(t.detach().clone() if isinstance(t, torch.Tensor) else t for t in out)
+        elif isinstance(out, torch.Tensor):
+            out = out.detach().clone()
+        else:
+            if v.id == "default/seed1":
+                raise RuntimeError(f"the reference returns {type(out).__name__}, not a tensor")
+            continue
+        if v.id != "default/seed1" and (not _finite(out)
+                                         or not _well_conditioned(module, init_inputs, seed, v.inputs, out)):
+            continue
+        v.expected = out
+        kept.append(v)
+    return kept

@@ -1,0 +1,219 @@
+"""Entry point of the sandboxed process: ``python -m tools.worker COMMAND JOB_JSON``.
+
+Commands:
+    suite  load the reference, derive the input suite, run the reference on it; write
+           ``inputs.pt`` (what candidates may see), ``expected.pt`` (what only the parent
+           reads) and ``suite.json``.
+    eval   load one or more candidate sources and run ``ModelNew`` on the named variants;
+           write each output to ``c{K}_{N}.pt`` and one JSON line per event to
+           ``events.jsonl``. Comparison happens in the parent, never here.
+
+The backend's environment (``TRITON_INTERPRET=1`` for the interpreter) is set by the
+parent before this process starts, so it holds before triton is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+T_START = time.time()
+
+
+def _emit(fh, **event) -> None:
+    fh.write(json.dumps(event) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _load_module(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def describe_exception(exc: BaseException, filename: str) -> tuple[str, int | None]:
+    """One-line summary of an exception with the last line of ``filename`` it passed through."""
+    line = None
+    code = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.basename(frame.filename) == os.path.basename(filename):
+            line, code = frame.lineno, (frame.line or "").strip()
+    msg = " ".join(str(exc).split())[:300]
+    where = f" at {os.path.basename(filename)}:{line}: `{code}`" if line else ""
+    return f"{type(exc).__name__}: {msg}{where}", line
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"CompilationError", "SyntaxError", "NameError", "ImportError"})
+
+
+class LaunchCounter:
+    """Count Triton kernel launches by wrapping the interpreter's and the JIT's ``run``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.kernels: list[str] = []
+        import triton.runtime.jit as jit
+
+        targets = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            targets.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - older triton
+            pass
+        for cls in targets:
+            orig = cls.run
+
+            def run(fn_self, *args, __orig=orig, **kwargs):
+                self.count += 1
+                name = getattr(getattr(fn_self, "fn", None), "__name__", None) or getattr(fn_self, "__name__", "?")
+                self.kernels.append(name)
+                return __orig(fn_self, *args, **kwargs)
+
+            cls.run = run
+
+
+def _snapshot(inputs: list) -> list:
+    import torch
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in inputs]
+
+
+def _mutated(inputs: list, snap: list) -> bool:
+    """True when any input tensor's bytes differ from its snapshot (NaN-safe: compares bytes)."""
+    import torch
+
+    def raw(t):
+        return t.detach().contiguous().reshape(-1).view(torch.uint8)
+    return any(s is not None and not torch.equal(raw(x), raw(s)) for x, s in zip(inputs, snap))
+
+
+def _to_cpu(out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return out.detach().to("cpu").clone()
+    if isinstance(out, (tuple, list)):
+        return tuple(_to_cpu(o) for o in out)
+    return None if out is None else f"<{type(out).__name__}>"
+
+
+def cmd_suite(job: dict) -> int:
+    """Build the suite from the reference; see module docstring."""
+    import torch
+
+    from tools.suite import fill_expected, generate_variants
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    out_dir = job["out_dir"]
+    try:
+        ref = _load_module(job["reference_path"], "nearmiss_reference")
+    except Exception as e:
+        msg, _ = describe_exception(e, job["reference_path"])
+        _write_json(os.path.join(out_dir, "error.json"), {"error": f"the reference fails to import: {msg}"})
+        return 3
+    try:
+        init = list(ref.get_init_inputs()) if hasattr(ref, "get_init_inputs") else []
+        try:
+            variants = generate_variants(ref)
+        except Exception as e:
+            msg, _ = describe_exception(e, job["reference_path"])
+            raise RuntimeError(f"get_inputs() fails: {msg}") from None
+        if not variants[0].inputs:
+            raise RuntimeError("get_inputs() returns no inputs")
+        variants = fill_expected(ref, variants, init)
+    except Exception as e:
+        _write_json(os.path.join(out_dir, "error.json"), {"error": str(e)})
+        return 3
+    torch.save({"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs} for v in variants]},
+               os.path.join(out_dir, "inputs.pt"))
+    torch.save({v.id: v.expected for v in variants}, os.path.join(out_dir, "expected.pt"))
+    meta = [{"id": v.id, "split": v.split, "seed": v.seed, "description": v.description, "numel": v.numel,
+             "meta": v.meta, "shapes": [list(x.shape) if isinstance(x, torch.Tensor) else repr(x) for x in v.inputs],
+             "dtypes": [str(x.dtype).replace("torch.", "") if isinstance(x, torch.Tensor) else type(x).__name__
+                        for x in v.inputs]} for v in variants]
+    _write_json(os.path.join(out_dir, "suite.json"), {"variants": meta, "init_inputs": repr(init)})
+    return 0
+
+
+def _write_json(path: str, obj) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def cmd_eval(job: dict) -> int:
+    """Run candidates on variants; see module docstring."""
+    import torch
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
+
+    from tools.suite import clone_inputs
+
+    device = job.get("device", "cpu")
+    data = torch.load(job["inputs_path"], weights_only=False)
+    variants = {v["id"]: v["inputs"] for v in data["variants"]}
+    init = data["init_inputs"]
+    counter = LaunchCounter()
+    out_dir = job["out_dir"]
+    start_at = job.get("start_at", 0)
+    with open(os.path.join(out_dir, "events.jsonl"), "a") as fh:
+        _emit(fh, event="ready", startup_s=time.time() - T_START)
+        for k, path in enumerate(job["candidates"]):
+            if k < start_at:
+                continue
+            _emit(fh, event="start", cand=k, variant=None)
+            try:
+                mod = _load_module(path, f"nearmiss_candidate_{k}")
+                torch.manual_seed(job.get("seed", 42))
+                model = mod.ModelNew(*init)
+                if hasattr(model, "to"):
+                    model = model.to(device)
+            except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
+                msg, line = describe_exception(e, path)
+                _emit(fh, event="cand_error", cand=k, status="compile_error", message=msg, line=line)
+                continue
+            for vid in job["variant_ids"]:
+                _emit(fh, event="start", cand=k, variant=vid)
+                inputs = clone_inputs([x.to(device) if isinstance(x, torch.Tensor) else x for x in variants[vid]])
+                snap = _snapshot(inputs)
+                before = counter.count
+                t0 = time.time()
+                try:
+                    with torch.no_grad():
+                        out = model(*inputs)
+                    if device != "cpu":
+                        torch.cuda.synchronize()
+                except BaseException as e:  # noqa: BLE001
+                    msg, line = describe_exception(e, path)
+                    _emit(fh, event="done", cand=k, variant=vid,
+                          status="compile_error" if _is_compile_error(e) else "runtime_error",
+                          message=msg, line=line, launches=counter.count - before, wall_s=time.time() - t0)
+                    continue
+                wall = time.time() - t0
+                fname = f"c{k}_{len(os.listdir(out_dir))}.pt"
+                torch.save(_to_cpu(out), os.path.join(out_dir, fname))
+                _emit(fh, event="done", cand=k, variant=vid, status="ran", output_file=fname,
+                      launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
+                      kernels=sorted(set(counter.kernels[before:])))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch ``suite`` or ``eval`` with the job file given."""
+    cmd, job_path = argv[0], argv[1]
+    with open(job_path) as f:
+        job = json.load(f)
+    return {"suite": cmd_suite, "eval": cmd_eval}[cmd](job)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
