@@ -241,7 +241,7 @@ def op_remask(ctx: Context) -> list[Patch]:
                 continue
             mask = derived[sorted(srcs)[0]]
             derived.setdefault(name, mask)
-            if any(_is_tl(c, "load", "where") for c in [asg.value]) or name in loaded:
+            if _is_tl(asg.value, "load", "where"):
                 continue
             red = _feeds_reduction(k, asg)
             if red is None:
@@ -249,7 +249,7 @@ def op_remask(ctx: Context) -> list[Patch]:
             fills = [NEG_INF, "0.0"] if red in ("max", "argmax") else ["0.0", NEG_INF]
             for fill in fills:
                 new = ctx.sm.replace(asg.value, f"tl.where({mask}, {ctx.sm.text(asg.value)}, {fill})")
-                p = _patch(ctx, "remask", f"line {asg.lineno}: zero padded lanes of {name} with tl.where({mask}, ..., {fill}) "
+                p = _patch(ctx, "remask", f"line {asg.lineno}: re-mask padded lanes of {name}: tl.where({mask}, ..., {fill}) "
                            f"before tl.{red}", asg, new)
                 if p:
                     out.append(p)

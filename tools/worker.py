@@ -38,20 +38,35 @@ def _load_module(path: str, name: str):
     return mod
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and those it wraps (``__cause__``/``__context__``), outermost first."""
+    out: list[BaseException] = []
+    while exc is not None and exc not in out and len(out) < 8:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
 def describe_exception(exc: BaseException, filename: str) -> tuple[str, int | None]:
-    """One-line summary of an exception with the last line of ``filename`` it passed through."""
-    line = None
-    code = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.basename(frame.filename) == os.path.basename(filename):
-            line, code = frame.lineno, (frame.line or "").strip()
+    """One-line summary of an exception with the innermost line of ``filename`` it passed through.
+
+    Wrapped exceptions (Triton's ``InterpreterError`` wraps the kernel's own error) are
+    followed, so the line is the kernel line that failed, not the launch.
+    """
+    line, code = None, ""
+    for e in _chain(exc):
+        for frame in traceback.extract_tb(e.__traceback__):
+            if os.path.basename(frame.filename) == os.path.basename(filename):
+                line, code = frame.lineno, (frame.line or "").strip()
+        if line is not None and e is not exc:
+            break
     msg = " ".join(str(exc).split())[:300]
     where = f" at {os.path.basename(filename)}:{line}: `{code}`" if line else ""
     return f"{type(exc).__name__}: {msg}{where}", line
 
 
 def _is_compile_error(exc: BaseException) -> bool:
-    names = {c.__name__ for c in type(exc).__mro__}
+    names = {c.__name__ for e in _chain(exc) for c in type(e).__mro__}
     return bool(names & {"CompilationError", "SyntaxError", "NameError", "ImportError"})
 
 
