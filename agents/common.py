@@ -50,6 +50,12 @@ def runner(state: dict) -> Runner:
     return r
 
 
+def runner_stats(run_dir: str) -> dict:
+    """Start-up seconds of each sandboxed process of this run so far (empty if no runner)."""
+    r = _RUNNERS.get(run_dir)
+    return {"startup_s": [round(x, 3) for x in r.startup_s]} if r else {}
+
+
 def forget_runner(run_dir: str) -> None:
     """Drop the cached runner of a finished run."""
     _RUNNERS.pop(run_dir, None)

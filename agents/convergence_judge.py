@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from agents.common import forget_runner, settings
+from agents.common import forget_runner, runner_stats, settings
 from tools.records import EvalResult
 from tools.report import SCHEMA, write_run_folder
 from tools.source_edit import unified_diff
@@ -75,8 +75,9 @@ def _finish(state: dict, update: dict, status: str, reason: str, repaired: str |
     state = {**state, **update, "attempts": list(state.get("attempts", [])) + list(update.get("attempts", []))}
     if status == "not_repaired" and any(a.get("audit") == "rejected" for a in state["attempts"]):
         status, reason = "rejected", reason + "; every patch that passed the search suite failed the integrity audit"
-    report = build_report(state, status, reason, repaired)
     run_dir = state.get("run_dir")
+    state["extra"] = {**(state.get("extra") or {}), **(runner_stats(run_dir) if run_dir else {})}
+    report = build_report(state, status, reason, repaired)
     diff = unified_diff(state.get("candidate_source", ""), repaired) if repaired else ""
     if run_dir:
         write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
@@ -109,6 +110,7 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "attempts": attempts,
         "suite_variants": extra.get("suite_variants"),
         "startup_s": extra.get("startup_s"),
+        "startup_s_median": sorted(extra["startup_s"])[len(extra["startup_s"]) // 2] if extra.get("startup_s") else None,
         "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
         "error": state.get("error") or None,
     }

@@ -35,7 +35,18 @@ def integrity_auditor(state: dict) -> dict:
         if v.inputs_mutated:
             findings.append(Finding(check="inputs_mutated", severity="error",
                                     message=f"{v.variant_id}: the forward changed its inputs"))
-    failing = [v for v in held.variants if v.status != "pass"]
+    if last and last.get("status") == "pass":
+        original = EvalResult(**state["triage"]["eval"])
+        refused = {v.variant_id for v in seen_variants if v.unsupported} - set(original.unsupported())
+        if refused:
+            findings.append(Finding(check="drops_support", severity="error",
+                                    message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
+    unsupported = sorted({v.variant_id for v in seen_variants if v.unsupported})
+    if unsupported:
+        findings.append(Finding(check="unsupported_inputs", severity="warning",
+                                message=f"raises on {len(unsupported)} derived variant(s) the reference accepts: "
+                                        f"{', '.join(unsupported[:4])}"))
+    failing = held.failing()
     for v in failing[:5]:
         findings.append(Finding(check="heldout", severity="error",
                                 message=f"{v.variant_id}: {v.status}: {v.message[:200]}"))

@@ -43,7 +43,7 @@ def patcher(state: dict) -> dict:
         budget_left -= r.evaluations - before
         for p, res in zip(batch, results):
             screened.append(source_hash(p.source))
-            if res.passed:
+            if res.variants and all(v.status == "pass" for v in res.variants):
                 chosen = {**p.model_dump(), "screen": {"variant": target, "status": "pass"}}
                 return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
             if res.score() < base_score and (best_partial is None or res.score() < best_partial[0]):

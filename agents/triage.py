@@ -7,7 +7,6 @@ import time
 from agents.common import make_run_dir, runner, settings
 from tools.backends import BackendUnavailable, select_backend
 from tools.diagnostics import diagnose
-from tools.records import EvalResult
 from tools.runner import SuiteError
 from tools.task import TaskError, validate_sources
 
@@ -32,19 +31,13 @@ def triage(state: dict) -> dict:
     except SuiteError as e:
         return {**update, "error": f"reference.py: {e}", "verdict": "invalid_input"}
     ev = r.evaluate(state["candidate_source"], r.ids())
-    search = EvalResult(**{**ev.model_dump(), "variants": [v for v in ev.variants if v.variant_id in r.ids("search")]})
-    search.status = max((v.status for v in search.variants), key=_rank, default="pass")
+    search = ev.subset(r.ids("search"))
     diag = diagnose(search if not search.passed else ev, r.variants)
     return {**update, "suite": r.variants, "evaluations": r.evaluations,
             "triage": {"status": ev.status, "classification": CLASSIFICATION[ev.status], "eval": ev.model_dump(),
                        "summary": diag["summary"]},
             "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s)}}
-
-
-def _rank(status: str) -> int:
-    from tools.runner import STATUS_RANK
-    return STATUS_RANK[status]
 
 
 def _run_dir(out: str | None, name: str) -> str:

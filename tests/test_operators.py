@@ -142,7 +142,7 @@ def test_index_scalar_load_uses_program_id():
 def test_contiguous_inputs_inserted_at_forward_start():
     src = kernel("x = tl.load(x_ptr + row)\ntl.store(y_ptr + row, x)")
     out = sources("contiguous_inputs", src)
-    assert len(out) == 1 and "        x, = x.contiguous()\n        y = torch.empty_like(x)" in out[0]
+    assert len(out) == 1 and "        x = x.contiguous()\n        y = torch.empty_like(x)" in out[0]
 
 
 @pytest.mark.parametrize("op", sorted(OPERATORS))

@@ -407,7 +407,7 @@ def op_contiguous_inputs(ctx: Context) -> list[Patch]:
     first = body[1] if isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
         and len(body) > 1 else body[0]
     names = ctx.tensor_params
-    line = f"{', '.join(names)}{',' if len(names) == 1 else ''} = " + ", ".join(f"{n}.contiguous()" for n in names)
+    line = f"{', '.join(names)} = " + ", ".join(f"{n}.contiguous()" for n in names)
     new = ctx.sm.insert_lines_before(first, [line])
     p = _patch(ctx, "contiguous_inputs", f"forward: make {', '.join(names)} contiguous (the kernel assumes "
                "contiguous rows)", first, new)

@@ -11,6 +11,13 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 EvalStatus = Literal["compile_error", "runtime_error", "timeout", "mismatch", "pass"]
+#: Severity order of statuses: an evaluation's status is the worst of its variants'.
+STATUS_RANK = {"pass": 0, "mismatch": 1, "timeout": 2, "runtime_error": 3, "compile_error": 4}
+
+
+def worst_status(variants: list["VariantResult"]) -> str:
+    """Worst status over variants, unsupported ones aside ("pass" when none is left)."""
+    return max((v.status for v in variants if not v.unsupported), key=STATUS_RANK.__getitem__, default="pass")
 
 
 class TensorError(BaseModel):
@@ -42,6 +49,8 @@ class VariantResult(BaseModel):
     inputs_mutated: bool = False
     wall_s: float = Field(0.0, description="seconds spent in this variant's forward")
     message: str = Field("", description="exception summary with candidate line numbers, or the mismatch summary")
+    unsupported: bool = Field(False, description="the candidate raised a clear exception on this derived (non-default) "
+                                                 "variant: it refuses the input rather than computing a wrong result")
 
     @property
     def max_abs_err(self) -> float:
@@ -67,14 +76,27 @@ class EvalResult(BaseModel):
         return self.status == "pass"
 
     def failing(self) -> list[VariantResult]:
-        """Variants that did not pass, in evaluation order."""
-        return [v for v in self.variants if v.status != "pass"]
+        """Variants that did not pass (unsupported ones aside), in evaluation order."""
+        return [v for v in self.variants if v.status != "pass" and not v.unsupported]
+
+    def subset(self, ids: list[str]) -> "EvalResult":
+        """The same evaluation restricted to some variant ids, its status recomputed."""
+        keep = [v for v in self.variants if v.variant_id in set(ids)]
+        return self.model_copy(update={"variants": keep, "status": worst_status(keep)})
+
+    def unsupported(self) -> list[str]:
+        """Ids of derived variants the candidate refused with an exception."""
+        return [v.variant_id for v in self.variants if v.unsupported]
 
     def score(self) -> tuple[int, float]:
-        """Sort key, lower is better: (failing variants, summed log error of the failing ones)."""
+        """Sort key, lower is better: (non-passing variants, summed log10(1 + max abs error) of them).
+
+        Refused (unsupported) variants count as failing here, so an edit cannot improve its
+        score by making the kernel raise.
+        """
         import math
 
-        bad = self.failing()
+        bad = [v for v in self.variants if v.status != "pass"]  # strict: refusals count too
         return (len(bad), sum(math.log10(1.0 + min(v.max_abs_err, 1e30)) for v in bad))
 
 

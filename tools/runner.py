@@ -15,10 +15,9 @@ import torch
 
 from tools.backends import Backend
 from tools.compare import compare_outputs
-from tools.records import EvalResult, VariantResult
+from tools.records import EvalResult, VariantResult, worst_status
 from tools.sandbox import run_worker
 
-STATUS_RANK = {"pass": 0, "mismatch": 1, "timeout": 2, "runtime_error": 3, "compile_error": 4}
 
 
 class SuiteError(Exception):
@@ -180,7 +179,7 @@ class Runner:
                     st, msg = crash_notes[(k, v)]
                     vres.append(VariantResult(variant_id=v, status=st, message=msg))
                 # variants after a crash are not run: absent from the result
-        status = max((r.status for r in vres), key=STATUS_RANK.__getitem__, default="runtime_error")
+        status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")
         return EvalResult(status=status, variants=vres, backend=self.backend.name, wall_s=wall,
@@ -189,8 +188,11 @@ class Runner:
     def _variant(self, e: dict) -> VariantResult:
         vid = e["variant"]
         if e["status"] != "ran":
+            # A clean exception on a derived variant is a refusal (e.g. tl.arange needs a power of
+            # two), not a silent wrong result; on the default inputs it is a runtime error.
             return VariantResult(variant_id=vid, status=e["status"], message=e.get("message", ""),
-                                 launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0))
+                                 launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
+                                 unsupported=not vid.startswith("default/"))
         try:
             out = torch.load(os.path.join(self._eval_dir(), e["output_file"]), weights_only=True)
         except Exception as ex:  # noqa: BLE001 - the file came from untrusted code

@@ -1,0 +1,1 @@
+"""Near-miss benchmark cases and the benchmark runner."""

@@ -1,0 +1,99 @@
+"""Benchmark: run the debugger on every case of ``evals/cases`` and print Debug Pass@1.
+
+Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"]``
+
+Each case folder holds ``reference.py``, ``candidate.py`` and ``fixed.py`` (the expected
+fix). Only the first two are copied into the task folder the product sees. Debug Pass@1
+is the fraction of cases whose run exits 0 with status ``repaired`` (one run per case: the
+offline engine is deterministic). Per case it prints status, attempts, evaluations and wall
+seconds, and writes ``evals/results/latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict:
+    """Run ``graph.run`` on one case; return its row (status, exit code, attempts, evaluations, wall seconds)."""
+    name = os.path.basename(case_dir.rstrip("/"))
+    task = os.path.join(work, "task-" + name)
+    os.makedirs(task)
+    for f in ("reference.py", "candidate.py"):
+        shutil.copy(os.path.join(case_dir, f), task)
+    out = os.path.join(work, "out-" + name)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-m", "graph.run", task, "--out", out, "--quiet", *extra], cwd=ROOT,
+                           capture_output=True, text=True, timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    wall = time.monotonic() - t0
+    row = {"case": name, "exit": rc, "wall_s": round(wall, 1), "status": "timeout" if rc == "timeout" else "error"}
+    rep = os.path.join(out, "report.json")
+    if os.path.exists(rep):
+        with open(rep) as f:
+            r = json.load(f)
+        row.update(status=r["status"], attempts=r["iterations"], evaluations=r["evaluations"],
+                   operators=[a["operator"] for a in r["attempts"]], startup_s=r.get("startup_s"),
+                   tokens=r["tokens"]["total"])
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and write ``evals/results/latest.json``."""
+    ap = argparse.ArgumentParser(prog="python -m evals.bench")
+    ap.add_argument("--cases", default=os.path.join(HERE, "cases"))
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--extra", default="", help="arguments passed to graph.run")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
+    a = ap.parse_args(argv)
+    names = sorted(d for d in os.listdir(a.cases) if os.path.isdir(os.path.join(a.cases, d)))
+    if a.limit:
+        names = names[: a.limit]
+    work = tempfile.mkdtemp(prefix="nearmiss-bench-")
+    console = Console()
+    rows = []
+    for name in names:
+        rows.append(run_case(os.path.join(a.cases, name), work, a.extra.split(), a.timeout))
+        r = rows[-1]
+        console.print(f"{name}: {r['status']} ({r['wall_s']} s)", style="dim")
+    passed = sum(r["status"] == "repaired" and r["exit"] == 0 for r in rows)
+    table = Table(title=f"Debug Pass@1: {passed}/{len(rows)}")
+    for col in ("case", "status", "attempts", "evaluations", "wall s", "operators"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["case"], r["status"], str(r.get("attempts", "")), str(r.get("evaluations", "")),
+                      f"{r['wall_s']:.1f}", ", ".join(r.get("operators", [])))
+    console.print(table)
+    summary = {"pass_at_1": passed / len(rows) if rows else 0.0, "passed": passed, "cases": len(rows),
+               "median_wall_s": statistics.median([r["wall_s"] for r in rows]) if rows else 0.0,
+               "median_startup_s": statistics.median([s for r in rows for s in (r.get("startup_s") or [])] or [0.0]),
+               "rows": rows, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    console.print(f"Debug Pass@1 = {summary['pass_at_1']:.3f}; median wall {summary['median_wall_s']:.1f} s per case; "
+                  f"median sandbox start-up {summary['median_startup_s']:.2f} s per process")
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(summary, f, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
