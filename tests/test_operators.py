@@ -157,3 +157,26 @@ tl.store(y_ptr + offsets, x * 2.0, mask=mask)
         ast.parse(s)
         assert s != src
     assert sources("remask", src) == [] and sources("accumulator_fp32", src) == []
+
+
+def test_tail_mask_adds_a_length_parameter_and_masks():
+    src = HEAD + '''@triton.jit
+def _sq(x_ptr, y_ptr, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, x * x)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _sq[(triton.cdiv(x.numel(), 1024),)](x, y, BLOCK_SIZE=1024)
+        return y
+'''
+    (patch,) = propose(src, ["tail_mask"])
+    assert "def _sq(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in patch.source
+    assert "    mask = offs < n_elements\n" in patch.source
+    assert "tl.load(x_ptr + offs, mask=mask, other=0.0)" in patch.source
+    assert "tl.store(y_ptr + offs, x * x, mask=mask)" in patch.source
+    assert "](x, y, x.numel(), BLOCK_SIZE=1024)" in patch.source
+    assert propose(patch.source, ["tail_mask"]) == []  # a masked kernel is left alone

@@ -24,6 +24,7 @@ SYMPTOMS = {
     "tail_only": "only elements near the end of a dimension are wrong",
     "reduced_precision_inputs": "fp16/bf16 inputs",
     "inputs_mutated": "the candidate writes into its inputs",
+    "out_of_bounds": "a kernel writes past the end of an output allocation (guard band)",
     "no_launch": "no Triton kernel launched",
 }
 
@@ -74,6 +75,8 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
         _tensor_symptoms(v, add)
         if v.inputs_mutated:
             add("inputs_mutated")
+        if v.out_of_bounds:
+            add("out_of_bounds")
         if v.status != "timeout" and v.launches == 0 and v.status == "mismatch":
             add("no_launch")
     size = {v["id"]: v.get("numel", 0) for v in variants}

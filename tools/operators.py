@@ -414,6 +414,71 @@ def op_contiguous_inputs(ctx: Context) -> list[Patch]:
     return [p] if p else []
 
 
+def _arange_offsets(k: Kernel) -> ast.Assign | None:
+    """The first ``offs = ... tl.arange(...)`` assignment of a kernel."""
+    for asg in sorted(_assigns(k.node), key=lambda n: n.lineno):
+        if any(_is_tl(c, "arange") for c in ast.walk(asg.value)):
+            return asg
+    return None
+
+
+def op_tail_mask(ctx: Context) -> list[Patch]:
+    """Give an unmasked kernel a length parameter and mask its loads and stores with ``offs < n_elements``.
+
+    For kernels with no mask at all: the last block of a launch whose size is not a
+    multiple of BLOCK_SIZE reads and writes past the end of the tensors.
+    """
+    out = []
+    for k in ctx.kernels:
+        calls = _calls(k.node, "load", "store")
+        if k.masks or not calls or any(_kw(c, "mask", 2 if c.func.attr == "store" else 1) is not None for c in calls):
+            continue
+        offs = _arange_offsets(k)
+        if offs is None:
+            continue
+        oname = offs.targets[0].id
+        taken = k.params + [a.targets[0].id for a in _assigns(k.node)]
+        n_name = next(n for n in ("n_elements", "n_elements_", "numel_") if n not in taken)
+        m_name = next(n for n in ("mask", "tail_mask", "mask_") if n not in taken)
+        args = k.node.args.args
+        first_const = next((i for i, a in enumerate(args) if a.arg in k.constexprs), len(args))
+        launches = [c for c in ast.walk(ctx.tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+                    and isinstance(c.func.value, ast.Name) and c.func.value.id == k.node.name]
+        if not launches or any(len(c.args) != first_const or not c.args for c in launches):
+            continue
+        # edits from the bottom of the file up, so earlier positions stay valid
+        edits: list[tuple[int, int, str]] = []
+        sm = ctx.sm
+        for c in launches:
+            last = c.args[-1]
+            a, b = sm.span(last)
+            edits.append((b, b, f", {sm.text(c.args[0])}.numel()"))
+        for c in calls:
+            if oname not in _names(c.args[0]) if c.args else True:
+                continue
+            text = sm.text(c)
+            inner_end = sm.span(c)[0] + text.rindex(")")
+            extra = f", mask={m_name}" if c.func.attr == "store" else f", mask={m_name}, other=0.0"
+            edits.append((inner_end, inner_end, extra))
+        ind = sm.indent_of(offs.lineno)
+        at = sm.starts[offs.end_lineno]
+        edits.append((at, at, f"{ind}{m_name} = {oname} < {n_name}\n"))
+        if first_const < len(args):
+            a0 = sm.span(args[first_const])[0]
+            edits.append((a0, a0, f"{n_name}, "))
+        else:
+            e0 = sm.span(args[-1])[1]
+            edits.append((e0, e0, f", {n_name}"))
+        src = ctx.source
+        for a, b, text in sorted(edits, key=lambda t: -t[0]):
+            src = src[:a] + text + src[b:]
+        p = _patch(ctx, "tail_mask", f"{k.node.name}: add {n_name} and mask loads/stores with {oname} < {n_name}",
+                   offs, src)
+        if p:
+            out.append(p)
+    return out
+
+
 Operator = Callable[[Context], list[Patch]]
 
 #: Repair operators by id; ``kb/patterns`` names them and says which symptoms they answer.
@@ -421,6 +486,7 @@ OPERATORS: dict[str, Operator] = {
     "remask": op_remask,
     "load_fill": op_load_fill,
     "add_mask": op_add_mask,
+    "tail_mask": op_tail_mask,
     "index_scalar_load": op_index_scalar_load,
     "accumulator_fp32": op_accumulator_fp32,
     "contiguous_inputs": op_contiguous_inputs,

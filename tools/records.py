@@ -47,6 +47,7 @@ class VariantResult(BaseModel):
     errors: list[TensorError] = Field(default_factory=list)
     launches: int = Field(0, description="Triton kernel launches during the forward")
     inputs_mutated: bool = False
+    out_of_bounds: bool = Field(False, description="a kernel wrote into the guard band past an output allocation")
     wall_s: float = Field(0.0, description="seconds spent in this variant's forward")
     message: str = Field("", description="exception summary with candidate line numbers, or the mismatch summary")
     unsupported: bool = Field(False, description="the candidate raised a clear exception on this derived (non-default) "

@@ -199,9 +199,11 @@ class Runner:
             return VariantResult(variant_id=vid, status="runtime_error",
                                  message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
         errors = compare_outputs(out, self._expected[vid], self.tolerance)
-        ok = all(x.ok for x in errors)
-        msg = "" if ok else "; ".join(x.message for x in errors if not x.ok)
+        oob = e.get("out_of_bounds") or []
+        ok = all(x.ok for x in errors) and not oob
+        msg = "" if ok else "; ".join([x.message for x in errors if not x.ok] + list(oob))
         return VariantResult(variant_id=vid, status="pass" if ok else "mismatch", errors=errors,
+                             out_of_bounds=bool(oob),
                              launches=e.get("launches", 0), inputs_mutated=bool(e.get("mutated")),
                              wall_s=e.get("wall_s", 0.0), message=msg)
 

@@ -171,6 +171,7 @@ def cmd_eval(job: dict) -> int:
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
+    from tools.guard import GuardedAllocations
     from tools.suite import clone_inputs
 
     device = job.get("device", "cpu")
@@ -202,9 +203,14 @@ def cmd_eval(job: dict) -> int:
                 snap = _snapshot(inputs)
                 before = counter.count
                 t0 = time.time()
+                guard = GuardedAllocations(os.path.abspath(path)) if device == "cpu" else None
                 try:
                     with torch.no_grad():
-                        out = model(*inputs)
+                        if guard is not None:
+                            with guard:
+                                out = model(*inputs)
+                        else:
+                            out = model(*inputs)
                     if device != "cpu":
                         torch.cuda.synchronize()
                 except BaseException as e:  # noqa: BLE001
@@ -218,7 +224,8 @@ def cmd_eval(job: dict) -> int:
                 torch.save(_to_cpu(out), os.path.join(out_dir, fname))
                 _emit(fh, event="done", cand=k, variant=vid, status="ran", output_file=fname,
                       launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
-                      kernels=sorted(set(counter.kernels[before:])))
+                      kernels=sorted(set(counter.kernels[before:])),
+                      out_of_bounds=guard.clobbered() if guard is not None else [])
     return 0
 
 
