@@ -68,8 +68,10 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
     elif node == "hardware_runner":
         ev = update.get("last_eval", {})
         bad = [v for v in ev.get("variants", []) if v["status"] != "pass"]
+        errs = [e["max_abs_err"] for v in bad for e in v.get("errors", []) if not e["ok"]]
+        worst = f", worst max abs err {max(errs):.3g}" if errs else ""
         console.print(f"{el} [bold]runner[/bold]  attempt {update.get('iterations')}: {ev.get('status')} "
-                      f"({len(bad)} of {len(ev.get('variants', []))} search variants failing)")
+                      f"({len(bad)} of {len(ev.get('variants', []))} search variants failing{worst})")
     elif node == "integrity_auditor":
         a = update.get("audit", {})
         errs = [f["check"] for f in a.get("findings", []) if f["severity"] == "error"]
@@ -124,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
-    finally:
-        pass
     values = app.get_state(config).values
     conn.close()
     report = values.get("report") or {}

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 n_rows = 32
-n_cols = 3000
+n_cols = 2000
 
 
 def get_inputs():
