@@ -50,6 +50,14 @@ def runner(state: dict) -> Runner:
     return r
 
 
+def targets(state: dict) -> list[str]:
+    """GPU targets of this run (``--targets``), resolved; see ``tools.gpu_compile.parse_targets``."""
+    from tools.backends import local_target
+    from tools.gpu_compile import parse_targets
+
+    return parse_targets(settings(state).targets, local_target())
+
+
 def runner_stats(run_dir: str) -> dict:
     """Start-up seconds of each sandboxed process of this run so far (empty if no runner)."""
     r = _RUNNERS.get(run_dir)

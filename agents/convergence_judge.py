@@ -107,6 +107,8 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "triage": triage,
         "diagnosis": state.get("diagnosis") or {},
         "integrity": {"passed": audit.get("passed"), "findings": audit.get("findings", [])},
+        "targets": state.get("targets", []),
+        "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
         "attempts": attempts,
         "suite_variants": extra.get("suite_variants"),
         "startup_s": extra.get("startup_s"),

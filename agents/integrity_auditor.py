@@ -12,7 +12,7 @@ import json
 import os
 
 from agents.common import runner
-from tools.records import EvalResult, Finding
+from tools.records import CompileReport, EvalResult, Finding
 from tools.static_checks import run_static_checks
 
 
@@ -41,6 +41,12 @@ def integrity_auditor(state: dict) -> dict:
         if refused:
             findings.append(Finding(check="drops_support", severity="error",
                                     message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
+    if last and last.get("status") == "pass":
+        sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
+        comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
+    else:
+        comp = CompileReport(**state["compile"]) if state.get("compile") else CompileReport(targets=[])
+    findings += compile_findings(comp, CompileReport(**state["compile"]) if state.get("compile") else None)
     unsupported = sorted({v.variant_id for v in seen_variants if v.unsupported})
     if unsupported:
         findings.append(Finding(check="unsupported_inputs", severity="warning",
@@ -57,10 +63,40 @@ def integrity_auditor(state: dict) -> dict:
             unique.append(f)
     audit = {"passed": not any(f.severity == "error" for f in unique),
              "findings": [f.model_dump() for f in unique], "heldout_status": held.status,
-             "variants_checked": len(held.variants)}
+             "variants_checked": len(held.variants), "compile": comp.model_dump()}
     if last and last.get("status") == "pass":
         d = os.path.join(state["run_dir"], "attempts", f"{state.get('iterations', 0):02d}")
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "audit.json"), "w") as f:
             json.dump(audit, f, indent=1)
     return {"audit": audit, "evaluations": r.evaluations}
+
+
+#: A repair may not multiply a kernel's registers, spills or shared memory by more than this.
+RESOURCE_GROWTH = 2.0
+
+
+def compile_findings(comp: CompileReport, original: CompileReport | None) -> list[Finding]:
+    """Findings from a compile report: failures per target, and resource growth against the original."""
+    out = []
+    if comp.error:
+        out.append(Finding(check="gpu_compile", severity="error", message=comp.error))
+    for b in comp.failures():
+        out.append(Finding(check="gpu_compile", severity="error",
+                           message=f"{b.kernel} does not compile for {b.target}"
+                                   f"{f' (line {b.line})' if b.line else ''}: {(b.error or '')[:300]}"))
+    if original is None or comp is original:
+        return out
+    before = {(r.kernel, r.target): r for r in original.results if r.ok}
+    for r in comp.results:
+        o = before.get((r.kernel, r.target))
+        if not r.ok or o is None:
+            continue
+        for field, label in (("registers", "registers"), ("spill_bytes", "spill bytes"),
+                             ("shared_bytes", "shared memory bytes")):
+            a, b = getattr(o, field), getattr(r, field)
+            if a is not None and b is not None and b > max(RESOURCE_GROWTH * a, a + 16):
+                out.append(Finding(check="resource_growth", severity="error",
+                                   message=f"{r.kernel} on {r.target}: {label} {a} -> {b} "
+                                           f"(more than {RESOURCE_GROWTH:g}x the candidate's)"))
+    return out

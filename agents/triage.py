@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from agents.common import make_run_dir, runner, settings
+from agents.common import make_run_dir, runner, settings, targets
 from tools.backends import BackendUnavailable, select_backend
+from tools.gpu_compile import TargetError
 from tools.diagnostics import diagnose
 from tools.runner import SuiteError
 from tools.task import TaskError, validate_sources
@@ -25,16 +26,30 @@ def triage(state: dict) -> dict:
     try:
         validate_sources(state.get("reference_source", ""), state.get("candidate_source", ""))
         update["backend"] = select_backend(s.backend).name
+        tgts = targets(state)
         r = runner({**state, **update})
-    except (TaskError, BackendUnavailable) as e:
+    except (TaskError, BackendUnavailable, TargetError) as e:
         return {**update, "error": str(e), "verdict": "invalid_input"}
     except SuiteError as e:
         return {**update, "error": f"reference.py: {e}", "verdict": "invalid_input"}
     ev = r.evaluate(state["candidate_source"], r.ids())
     search = ev.subset(r.ids("search"))
     diag = diagnose(search if not search.passed else ev, r.variants)
-    return {**update, "suite": r.variants, "evaluations": r.evaluations,
-            "triage": {"status": ev.status, "classification": CLASSIFICATION[ev.status], "eval": ev.model_dump(),
+    comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
+    status, classification = ev.status, CLASSIFICATION[ev.status]
+    if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
+        # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.
+        bad = comp.failures()
+        status = "compile_error"
+        classification = "compile error for " + ", ".join(sorted({b.target for b in bad})) if bad else \
+            "compile error"
+        diag["symptoms"] = ["gpu_compile_error"] + diag["symptoms"]
+        msg = comp.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
+        diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
+        diag["summary"] = f"does not compile for {', '.join(sorted({b.target for b in bad}))}; " + diag["summary"]
+    return {**update, "suite": r.variants, "evaluations": r.evaluations, "targets": tgts,
+            "compile": comp.model_dump(),
+            "triage": {"status": status, "classification": classification, "eval": ev.model_dump(),
                        "summary": diag["summary"]},
             "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s)}}

@@ -27,6 +27,9 @@ class Settings:
     token_budget: int = field(default=200_000, metadata={"description": "LLM tokens before abort"})
     timeout: float = field(default=60.0, metadata={"description": "seconds per sandboxed evaluation process"})
     screen_batch: int = field(default=12, metadata={"description": "patches screened per sandboxed process"})
+    targets: str | None = field(default=None, metadata={
+        "description": "GPU targets every launched kernel must compile for (sm_80,sm_90,gfx942; none to skip); "
+                       "default: the local GPU, else sm_90"})
     check: bool = field(default=False, metadata={"description": "evaluate and audit only, no repair"})
     out: str | None = field(default=None, metadata={"description": "run folder; default runs/<time>-<name>/"})
     atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})

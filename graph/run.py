@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="run folder (default runs/<time>-<name>/; an existing one is never overwritten)")
     p.add_argument("--backend", choices=["auto", "interpreter", "cuda", "npu"], default=None)
     p.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None)
+    p.add_argument("--targets", default=None,
+                   help="GPU targets every kernel must compile for, e.g. sm_80,sm_90,gfx942 (default: the local "
+                        "GPU, else sm_90; none to skip)")
     p.add_argument("--max-iterations", type=int, default=None, help="attempt cap (default 8)")
     p.add_argument("--max-evaluations", type=int, default=None, help="sandboxed evaluation processes (default 40)")
     p.add_argument("--token-budget", type=int, default=None, help="LLM tokens before abort")
@@ -100,7 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     options.update({k: v for k, v in {
         "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
         "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
-        "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check}.items() if v not in (None, False)})
+        "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
+        "targets": args.targets}.items() if v not in (None, False)})
+    from tools.backends import local_target
+    from tools.gpu_compile import TargetError, parse_targets
+
+    try:
+        parse_targets(args.targets, local_target())
+    except TargetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     run_dir = make_run_dir(args.out, task.name)
     options["out"] = run_dir
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -112,11 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
     inputs = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
               "name": task.name, "options": options}
-    console.print(f"[bold]nearmiss[/bold] {task.name} -> {run_dir}")
     t0 = time.monotonic()
+    header = False
     try:
         for chunk in app.stream({**inputs, "run_dir": run_dir}, config, stream_mode="updates"):
             for node, update in chunk.items():
+                if isinstance(update, dict) and (update.get("error") or update.get("verdict") == "invalid_input"):
+                    continue  # invalid input: only the one-line error below
+                if not header:
+                    console.print(f"[bold]nearmiss[/bold] {task.name} -> {run_dir}")
+                    header = True
                 _progress(console, node, update, t0)
     except KeyboardInterrupt:
         print(f"error: interrupted; the run folder {run_dir} keeps the finished attempts", file=sys.stderr)
@@ -131,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     report = values.get("report") or {}
     status = report.get("status", "not_repaired")
     if status == "invalid_input":
-        print(f"error: {report.get('error')}", file=sys.stderr)
+        print(f"error: {report.get('error') or report.get('reason')}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(report, indent=1))
+        return 2
     if args.json:
         print(json.dumps(report, indent=1))
     console.print(f"[bold]{status}[/bold]: {report.get('reason', '')}"

@@ -47,6 +47,10 @@ class State(InputState, OutputState, total=False):
     """Suite variant metadata (id, split, seed, description, shapes, dtypes)."""
     triage: dict
     """Triage verdict: ``{"status", "classification", "eval"}`` of the original candidate on the full suite."""
+    targets: list[str]
+    """GPU targets every launched kernel must compile for (``--targets``)."""
+    compile: dict
+    """Compile report of the original candidate (``tools.records.CompileReport``)."""
     diagnosis: dict
     """Latest diagnosis: symptoms, failing variants, smallest failing variant, findings, summary."""
     best_source: str

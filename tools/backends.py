@@ -55,3 +55,12 @@ def select_backend(name: str = "auto") -> Backend:
     if name == "npu":
         raise BackendUnavailable("--backend npu: no NPU backend is available in this build")
     raise BackendUnavailable(f"--backend {name}: unknown backend (auto, interpreter, cuda, npu)")
+
+
+def local_target() -> str | None:
+    """The local GPU's compile target (``sm_90`` for compute capability 9.0), or None without a CUDA GPU."""
+    if not cuda_available():
+        return None
+    import torch
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"

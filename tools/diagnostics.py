@@ -9,6 +9,7 @@ from tools.records import EvalResult, VariantResult
 
 SYMPTOMS = {
     "compile_error": "the candidate does not compile or import",
+    "gpu_compile_error": "the interpreter runs it, Triton's compiler for a GPU target refuses it",
     "runtime_error": "the candidate raises or crashes while running",
     "timeout": "the candidate does not finish in time",
     "fails_on_default": "wrong on the reference's own inputs",

@@ -70,6 +70,8 @@ class EvalResult(BaseModel):
     wall_s: float = Field(0.0, description="seconds for the whole evaluation, subprocess included")
     startup_s: float = Field(0.0, description="seconds the sandboxed process spent importing torch/triton and loading the task")
     message: str = ""
+    launch_signatures: list[dict] = Field(default_factory=list, description="distinct kernel launch signatures "
+                                          "recorded on the interpreter (tools.gpu_compile.record_launch)")
 
     @property
     def passed(self) -> bool:
@@ -117,3 +119,37 @@ class Patch(BaseModel):
     line: int = Field(description="1-based line of the candidate the edit touches")
     source: str = Field(description="the whole patched candidate source")
     diff: str = ""
+
+
+class KernelCompile(BaseModel):
+    """One kernel compiled for one GPU target (``tools.gpu_compile.compile_launch``)."""
+
+    kernel: str
+    target: str
+    ok: bool | None = Field(description="compiled; None when the check was skipped")
+    error: str | None = None
+    line: int | None = Field(None, description="candidate line the compiler error points at")
+    registers: int | None = Field(None, description="registers per thread (ptxas -v; VGPRs on AMD)")
+    spill_bytes: int | None = Field(None, description="spill stores + loads per thread, bytes (scratch on AMD)")
+    shared_bytes: int | None = Field(None, description="shared memory (LDS) per program, bytes")
+    num_warps: int | None = None
+    num_stages: int | None = None
+    seconds: float | None = Field(None, description="compile wall seconds (0 when cached)")
+    cached: bool = False
+
+
+class CompileReport(BaseModel):
+    """Compilation of every launched kernel of one candidate for every requested target."""
+
+    targets: list[str]
+    results: list[KernelCompile] = Field(default_factory=list)
+    error: str | None = Field(None, description="the candidate could not be loaded for compilation")
+
+    @property
+    def ok(self) -> bool:
+        """No kernel failed to compile (skipped ones aside) and the module loaded."""
+        return self.error is None and all(r.ok is not False for r in self.results)
+
+    def failures(self) -> list[KernelCompile]:
+        """Kernel/target pairs that failed to compile."""
+        return [r for r in self.results if r.ok is False]

@@ -54,6 +54,23 @@ def render_markdown(report: dict, diff: str = "") -> str:
         lines += [f"- {f}" for f in diag.get("findings", [])] + [""]
     if diff:
         lines += ["## Repair", "", "```diff", diff.rstrip(), "```", ""]
+    comp = report.get("compile") or {}
+    rows = []
+    for who in ("candidate", "repair"):
+        for r in ((comp.get(who) or {}).get("results") or []):
+            rows.append(f"| {who} | {r['kernel']} | {r['target']} | {'ok' if r['ok'] else ('skipped' if r['ok'] is None else 'FAILED')} "
+                        f"| {r.get('registers') if r.get('registers') is not None else ''} "
+                        f"| {r.get('spill_bytes') if r.get('spill_bytes') is not None else ''} "
+                        f"| {r.get('shared_bytes') if r.get('shared_bytes') is not None else ''} "
+                        f"| {r.get('num_warps') or ''} |")
+    if rows:
+        lines += ["## GPU compilation", "", f"Targets: {', '.join(report.get('targets') or [])}", "",
+                  "| of | kernel | target | compiles | registers | spill bytes | shared bytes | warps |",
+                  "|---|---|---|---|---|---|---|---|", *rows, ""]
+        errs = [r for who in ("candidate", "repair") for r in ((comp.get(who) or {}).get("results") or [])
+                if r["ok"] is False]
+        lines += [f"- {r['kernel']} ({r['target']}, line {r.get('line')}): {r['error'][:400]}" for r in errs]
+        lines.append("")
     integ = report.get("integrity") or {}
     lines += ["## Integrity", "", f"passed: {integ.get('passed')}", ""]
     lines += [f"- [{f['severity']}] {f['check']}: {f['message']}" for f in integ.get("findings", [])] + [""]

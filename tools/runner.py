@@ -15,7 +15,7 @@ import torch
 
 from tools.backends import Backend
 from tools.compare import compare_outputs
-from tools.records import EvalResult, VariantResult, worst_status
+from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
 from tools.sandbox import run_worker
 
 
@@ -182,8 +182,10 @@ class Runner:
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")
+        sigs = [sig for e in mine if e["event"] == "launch_signatures" for sig in e.get("signatures", [])
+                if isinstance(sig, dict)]
         return EvalResult(status=status, variants=vres, backend=self.backend.name, wall_s=wall,
-                          startup_s=startup_s, message=msg)
+                          startup_s=startup_s, message=msg, launch_signatures=sigs)
 
     def _variant(self, e: dict) -> VariantResult:
         vid = e["variant"]
@@ -207,6 +209,48 @@ class Runner:
                              launches=e.get("launches", 0), inputs_mutated=bool(e.get("mutated")),
                              wall_s=e.get("wall_s", 0.0), message=msg)
 
+    def compile_check(self, source: str, signatures: list[dict], targets: list[str]) -> CompileReport:
+        """Compile a candidate's recorded launches for GPU targets in a sandboxed process without the interpreter.
+
+        Args:
+            source: the candidate source that was evaluated.
+            signatures: ``EvalResult.launch_signatures`` of that evaluation.
+            targets: target names (``sm_90``, ``gfx942``...).
+
+        Returns:
+            A ``CompileReport``; compiler errors carry the candidate line they point at.
+        """
+        if not targets or not signatures:
+            return CompileReport(targets=targets)
+        self._n += 1
+        d = os.path.join(self.work_dir, "compile", f"{self._n:04d}")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "candidate.py")
+        with open(path, "w") as f:
+            f.write(source)
+        out = os.path.join(d, "compile.json")
+        job = os.path.join(d, "job.json")
+        with open(job, "w") as f:
+            json.dump({"candidate_path": path, "launches": signatures, "targets": targets, "out": out,
+                       "cache_dir": compile_cache_dir()}, f)
+        res = run_worker(["compile", job], os.path.join(d, "sandbox"), {}, timeout_s=max(self.timeout_s, 300),
+                         memory_bytes=self.backend.memory_bytes)
+        self.evaluations += 1
+        if not os.path.exists(out):
+            why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"
+            return CompileReport(targets=targets, error=f"the compile process {why}")
+        with open(out) as f:
+            data = json.load(f)
+        if data.get("error"):
+            return CompileReport(targets=targets, error=data["error"])
+        results = []
+        for r in data.get("results", []):
+            rec = KernelCompile(**{k: v for k, v in r.items() if k in KernelCompile.model_fields})
+            if rec.error and rec.line is None:
+                rec.line = compile_error_line(rec.error, source, rec.kernel)
+            results.append(rec)
+        return CompileReport(targets=targets, results=results)
+
     def _eval_dir(self) -> str:
         return os.path.join(self.work_dir, "evals", f"{self._n:04d}")
 
@@ -224,3 +268,23 @@ def _read_events(path: str) -> list[dict]:
             if isinstance(ev, dict) and "event" in ev:
                 out.append(ev)
     return out
+
+
+def compile_cache_dir() -> str:
+    """Folder of cached compile results: ``$NEARMISS_CACHE/compile`` or ``~/.cache/nearmiss/compile``."""
+    base = os.environ.get("NEARMISS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "nearmiss")
+    return os.path.join(base, "compile")
+
+
+def compile_error_line(message: str, source: str, kernel: str) -> int | None:
+    """Candidate line of a Triton compiler error ("at L:C:" counts from the kernel's ``def`` line)."""
+    import re
+
+    m = re.search(r"\bat (\d+):(\d+):", message)
+    if not m:
+        return None
+    lines = source.splitlines()
+    start = next((i for i, t in enumerate(lines) if re.match(rf"\s*def {re.escape(kernel)}\s*\(", t)), None)
+    if start is None:
+        return None
+    return start + int(m.group(1))

@@ -6,7 +6,10 @@ Commands:
            reads) and ``suite.json``.
     eval   load one or more candidate sources and run ``ModelNew`` on the named variants;
            write each output to ``c{K}_{N}.pt`` and one JSON line per event to
-           ``events.jsonl``. Comparison happens in the parent, never here.
+           ``events.jsonl`` (with each kernel launch's compile signature). Comparison
+           happens in the parent, never here.
+    compile  compile a candidate's recorded launches for GPU targets, in a process
+           without the interpreter; write ``compile.json``.
 
 The backend's environment (``TRITON_INTERPRET=1`` for the interpreter) is set by the
 parent before this process starts, so it holds before triton is imported.
@@ -76,6 +79,8 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.count = 0
         self.kernels: list[str] = []
+        self.signatures: dict[str, dict] = {}  # json of a launch signature -> the signature
+        self.pending: dict[str, dict] = {}  # signatures of the forward in progress
         import triton.runtime.jit as jit
 
         targets = [jit.JITFunction]
@@ -91,9 +96,28 @@ class LaunchCounter:
                 self.count += 1
                 name = getattr(getattr(fn_self, "fn", None), "__name__", None) or getattr(fn_self, "__name__", "?")
                 self.kernels.append(name)
+                if cls.__name__ == "InterpretedFunction":
+                    self._record(fn_self.fn, args, kwargs)
                 return __orig(fn_self, *args, **kwargs)
 
             cls.run = run
+
+
+    def _record(self, fn, args: tuple, kwargs: dict) -> None:
+        from tools.gpu_compile import record_launch
+        kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+        try:
+            rec = record_launch(fn, args, kw)
+        except Exception:  # noqa: BLE001 - a signature we cannot read is not compiled, not fatal
+            return
+        self.pending.setdefault(json.dumps(rec, sort_keys=True), rec)
+
+    def keep_pending(self, keep: bool) -> None:
+        """Keep the launch signatures of the forward that just ended only if it completed."""
+        if keep:
+            for key, rec in self.pending.items():
+                self.signatures.setdefault(key, rec)
+        self.pending = {}
 
 
 def _snapshot(inputs: list) -> list:
@@ -214,27 +238,49 @@ def cmd_eval(job: dict) -> int:
                     if device != "cpu":
                         torch.cuda.synchronize()
                 except BaseException as e:  # noqa: BLE001
+                    counter.keep_pending(False)
                     msg, line = describe_exception(e, path)
                     _emit(fh, event="done", cand=k, variant=vid,
                           status="compile_error" if _is_compile_error(e) else "runtime_error",
                           message=msg, line=line, launches=counter.count - before, wall_s=time.time() - t0)
                     continue
                 wall = time.time() - t0
+                counter.keep_pending(True)
                 fname = f"c{k}_{len(os.listdir(out_dir))}.pt"
                 torch.save(_to_cpu(out), os.path.join(out_dir, fname))
                 _emit(fh, event="done", cand=k, variant=vid, status="ran", output_file=fname,
                       launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
                       kernels=sorted(set(counter.kernels[before:])),
                       out_of_bounds=guard.clobbered() if guard is not None else [])
+            _emit(fh, event="launch_signatures", cand=k, signatures=list(counter.signatures.values()))
+            counter.signatures = {}
+    return 0
+
+
+def cmd_compile(job: dict) -> int:
+    """Compile a candidate's recorded launches for GPU targets (no interpreter in this process)."""
+    from tools.gpu_compile import compile_all
+
+    path = job["candidate_path"]
+    try:
+        mod = _load_module(path, "nearmiss_candidate_compile")
+    except BaseException as e:  # noqa: BLE001
+        msg, _ = describe_exception(e, path)
+        _write_json(job["out"], {"error": f"the candidate fails to import without the interpreter: {msg}"})
+        return 0
+    with open(path) as f:
+        source = f.read()
+    _write_json(job["out"], {"results": compile_all(mod, source, job["launches"], job["targets"],
+                                                    job.get("cache_dir"))})
     return 0
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``suite`` or ``eval`` with the job file given."""
+    """Dispatch ``suite``, ``eval`` or ``compile`` with the job file given."""
     cmd, job_path = argv[0], argv[1]
     with open(job_path) as f:
         job = json.load(f)
-    return {"suite": cmd_suite, "eval": cmd_eval}[cmd](job)
+    return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile}[cmd](job)
 
 
 if __name__ == "__main__":
