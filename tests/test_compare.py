@@ -67,3 +67,11 @@ def test_bad_rows_are_localised():
     rows, cols = err.bad_along_dims
     assert (rows["first"], rows["bad"]) == (1, 3)
     assert (cols["first"], cols["last"]) == (6, 7)
+
+
+def test_slack_widens_tolerance_only_where_given():
+    ref = torch.zeros(3)
+    cand = torch.tensor([0.0, 0.01, 0.01])
+    slack = torch.tensor([0.0, 0.02, 0.0], dtype=torch.float64)
+    err = compare_tensor(cand, ref, slack=slack)
+    assert not err.ok and err.first_bad_index == [2]

@@ -70,3 +70,35 @@ def test_secrets_do_not_reach_the_candidate(runner, vadd_fixed, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     leak = hostile(vadd_fixed, "        import os\n        assert 'OPENAI_API_KEY' not in os.environ\n")
     assert runner.evaluate(leak, ["default/seed1"]).status == "pass"
+
+
+def test_ill_conditioned_variants_are_dropped(tmp_path):
+    """LayerNorm of inputs offset by -100: even the fp32 reference misses fp64 by more than the tolerance."""
+    ref = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, x.shape[-1:])
+
+
+rows = 8
+cols = 512
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+    r = Runner(str(tmp_path), ref, INTERPRETER)
+    ids = [v["id"] for v in r.build_suite()]
+    assert "regime/negative/seed1" in ids
+    assert not any(i.startswith("regime/offset") for i in ids)

@@ -50,7 +50,7 @@ def _bad_along_dims(bad: torch.Tensor) -> list[dict]:
 
 
 def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
-                   override: tuple[float, float] | None = None) -> TensorError:
+                   override: tuple[float, float] | None = None, slack: torch.Tensor | None = None) -> TensorError:
     """Compare one candidate output with the reference output.
 
     Args:
@@ -58,6 +58,7 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
         ref: reference output tensor, any shape and dtype.
         index: position of this output in the output tuple.
         override: ``(atol, rtol)`` replacing the dtype table.
+        slack: optional per-element extra absolute tolerance (``tools.suite.conditioning``).
 
     Returns:
         A ``TensorError``; ``ok`` is False on a type, shape or dtype-class mismatch, NaN/Inf
@@ -76,7 +77,10 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
     finite = ~(c_nan | r_nan | c_inf | r_inf)
     diff = torch.zeros_like(r)
     diff[finite] = (c[finite] - r[finite]).abs()
-    bad = (diff > atol + rtol * r.abs()) & finite
+    allowed = atol + rtol * r.abs()
+    if slack is not None and tuple(slack.shape) == tuple(r.shape):
+        allowed = allowed + slack.to(torch.float64)
+    bad = (diff > allowed) & finite
     bad |= c_nan != r_nan
     bad |= (c_inf != r_inf) | (c_inf & r_inf & (torch.sign(c) != torch.sign(r)))
     n = max(r.numel(), 1)
@@ -110,8 +114,11 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
     return err
 
 
-def compare_outputs(cand, ref, override: tuple[float, float] | None = None) -> list[TensorError]:
+def compare_outputs(cand, ref, override: tuple[float, float] | None = None,
+                    slack: tuple | None = None) -> list[TensorError]:
     """Compare a forward's outputs (tensor or tuple) with the reference outputs, element by element.
+
+    ``slack`` holds one optional per-element extra tolerance per output.
 
     A different number of outputs is reported as one failing ``TensorError``.
     """
@@ -120,4 +127,5 @@ def compare_outputs(cand, ref, override: tuple[float, float] | None = None) -> l
         r0 = refs[0]
         return [TensorError(output_index=0, shape=list(r0.shape), dtype=str(r0.dtype), ok=False,
                             message=f"candidate returned {len(cands)} outputs, reference {len(refs)}")]
-    return [compare_tensor(c, r, i, override) for i, (c, r) in enumerate(zip(cands, refs))]
+    slacks = tuple(slack) if slack is not None else (None,) * len(refs)
+    return [compare_tensor(c, r, i, override, s) for i, (c, r, s) in enumerate(zip(cands, refs, slacks))]

@@ -200,7 +200,8 @@ class Runner:
         except Exception as ex:  # noqa: BLE001 - the file came from untrusted code
             return VariantResult(variant_id=vid, status="runtime_error",
                                  message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
-        errors = compare_outputs(out, self._expected[vid], self.tolerance)
+        exp = self._expected[vid]
+        errors = compare_outputs(out, exp["out"], self.tolerance, exp.get("slack"))
         oob = e.get("out_of_bounds") or []
         ok = all(x.ok for x in errors) and not oob
         msg = "" if ok else "; ".join([x.message for x in errors if not x.ok] + list(oob))

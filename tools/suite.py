@@ -29,6 +29,11 @@ import torch
 SEEDS = (1, 2, 3)
 #: Relative input perturbation standing in for fp32 rounding (2**-20, about 8 fp32 ulps).
 PERTURBATION = 2.0 ** -20
+#: A variant is ill-conditioned when that perturbation moves the exact output by more than
+#: this many tolerances (elementwise ops with cancellation move by about one: they stay).
+SENSITIVITY_FACTOR = 10.0
+#: Slack per element: this many times the output's move under the perturbation.
+SLACK_FACTOR = 2.0
 REGIMES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "negative": lambda x: -x.abs(),
     "large": lambda x: x * 100.0,
@@ -46,6 +51,7 @@ class Variant:
     description: str
     inputs: list
     expected: object = None
+    slack: tuple | None = None
     numel: int = 0
     replay: str = ""
     meta: dict = field(default_factory=dict)
@@ -228,20 +234,26 @@ def _run64(module, init_inputs: list, seed: int, inputs: list, perturb: float = 
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
-def _well_conditioned(module, init_inputs: list, seed: int, inputs: list, out) -> bool:
-    """True when the variant is a fair test at the reference's precision.
+def conditioning(module, init_inputs: list, seed: int, inputs: list, out) -> tuple[bool, tuple | None]:
+    """Whether the variant is a fair test at the reference's precision, and a per-element slack.
 
-    Two checks, each against the comparison tolerance of the output's dtype:
+    Two checks against the comparison tolerance of the output's dtype:
 
-    - the fp32 (or fp16) reference agrees with the same reference in float64;
-    - the float64 reference barely moves when every floating-point input is perturbed by a
-      relative ``PERTURBATION`` (about 8 fp32 ulps): the rounding of a backward-stable fp32
-      kernel is equivalent to such a perturbation (Higham, *Accuracy and Stability of
-      Numerical Algorithms*, ch. 1), so where the exact function is that sensitive a
-      correct kernel that rounds in another order fails (LayerNorm of ``x - 100``, where
-      the variance cancels; attention logits of inputs offset by 100).
+    - the fp32 (or fp16) reference agrees with the same reference in float64, within the
+      tolerance (LayerNorm of ``x - 100`` fails: its variance cancels);
+    - the float64 reference moves by less than ``SENSITIVITY_FACTOR`` tolerances when every
+      floating-point input is perturbed by a relative ``PERTURBATION`` (about 8 fp32 ulps).
+      The rounding of a backward-stable fp32 kernel is equivalent to such a perturbation
+      (Higham, *Accuracy and Stability of Numerical Algorithms*, ch. 1), so where the exact
+      function is that sensitive a correct kernel that rounds in another order fails.
 
-    When the reference cannot run in float64 the variant is kept.
+    The slack is ``SLACK_FACTOR * |f(x(1+d)) - f(x)|`` per output element: added to the
+    tolerance, it lets a kernel round differently from the reference where the exact function
+    is sensitive (attention logits of inputs offset by 100), and is negligible elsewhere.
+
+    Returns:
+        ``(keep, slack)``: slack is a tuple of float64 tensors (one per output), or None when
+        the reference cannot run in float64 (the variant is then kept without slack).
     """
     from tools.compare import compare_outputs, tolerance
 
@@ -250,23 +262,29 @@ def _well_conditioned(module, init_inputs: list, seed: int, inputs: list, out) -
         r64 = _run64(module, init_inputs, seed, inputs)
         p64 = _run64(module, init_inputs, seed, inputs, PERTURBATION)
     except Exception:  # noqa: BLE001 - a reference that cannot run in fp64 gives no verdict
-        return True
+        return True, None
+    slack = []
     for o, a, b in zip(outs, r64, p64):
-        if not isinstance(o, torch.Tensor) or not isinstance(a, torch.Tensor) or not o.is_floating_point():
+        if not isinstance(o, torch.Tensor) or not isinstance(a, torch.Tensor) or not o.is_floating_point() \
+                or a.shape != o.shape:
+            slack.append(None)
             continue
         tol = tolerance(o.dtype)
         if not compare_outputs((o,), (a.to(o.dtype),), tol)[0].ok:
-            return False
-        if not compare_outputs((b,), (a,), tol)[0].ok:
-            return False
-    return True
+            return False, None
+        if not compare_outputs((b,), (a,), tuple(SENSITIVITY_FACTOR * t for t in tol))[0].ok:
+            return False, None
+        d = (b - a).abs()
+        slack.append(torch.nan_to_num(d, nan=0.0, posinf=0.0) * SLACK_FACTOR)
+    return True, tuple(slack)
 
 
 def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int = 42) -> list[Variant]:
     """Run the reference on every variant; keep those it runs on with finite outputs.
 
     The default variant under seed 1 is always kept (non-finite outputs are compared by
-    position); other variants are kept only when well-conditioned (``_well_conditioned``).
+    position); other variants are kept only when well-conditioned (``conditioning``), and
+    each keeps its per-element slack.
 
     Raises:
         RuntimeError: the reference fails on its own default inputs (message names the exception).
@@ -290,9 +308,12 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
             if v.id == "default/seed1":
                 raise RuntimeError(f"the reference returns {type(out).__name__}, not a tensor")
             continue
-        if v.id != "default/seed1" and (not _finite(out)
-                                         or not _well_conditioned(module, init_inputs, seed, v.inputs, out)):
+        if v.id != "default/seed1" and not _finite(out):
+            continue
+        keep, slack = conditioning(module, init_inputs, seed, v.inputs, out)
+        if v.id != "default/seed1" and not keep:
             continue
         v.expected = out
+        v.slack = slack
         kept.append(v)
     return kept

@@ -172,7 +172,7 @@ def cmd_suite(job: dict) -> int:
         return 3
     torch.save({"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs} for v in variants]},
                os.path.join(out_dir, "inputs.pt"))
-    torch.save({v.id: v.expected for v in variants}, os.path.join(out_dir, "expected.pt"))
+    torch.save({v.id: {"out": v.expected, "slack": v.slack} for v in variants}, os.path.join(out_dir, "expected.pt"))
     meta = [{"id": v.id, "split": v.split, "seed": v.seed, "description": v.description, "numel": v.numel,
              "meta": v.meta, "shapes": [list(x.shape) if isinstance(x, torch.Tensor) else repr(x) for x in v.inputs],
              "dtypes": [str(x.dtype).replace("torch.", "") if isinstance(x, torch.Tensor) else type(x).__name__
