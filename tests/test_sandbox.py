@@ -73,7 +73,7 @@ def test_secrets_do_not_reach_the_candidate(runner, vadd_fixed, monkeypatch):
 
 
 def test_ill_conditioned_variants_are_dropped(tmp_path):
-    """LayerNorm of inputs offset by -100: even the fp32 reference misses fp64 by more than the tolerance."""
+    """A one-pass variance of inputs offset by -100: even the fp32 reference misses fp64 by far."""
     ref = '''
 import torch
 import torch.nn as nn
@@ -84,7 +84,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x):
-        return torch.nn.functional.layer_norm(x, x.shape[-1:])
+        return (x * x).mean(-1) - x.mean(-1) ** 2
 
 
 rows = 8
