@@ -34,7 +34,8 @@ def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict
     task = os.path.join(work, "task-" + name)
     os.makedirs(task)
     for f in ("reference.py", "candidate.py"):
-        shutil.copy(os.path.join(case_dir, f), task)
+        if os.path.exists(os.path.join(case_dir, f)):
+            shutil.copy(os.path.join(case_dir, f), task)
     out = os.path.join(work, "out-" + name)
     t0 = time.monotonic()
     try:
@@ -44,7 +45,10 @@ def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict
     except subprocess.TimeoutExpired:
         rc = "timeout"
     wall = time.monotonic() - t0
-    row = {"case": name, "exit": rc, "wall_s": round(wall, 1), "status": "timeout" if rc == "timeout" else "error"}
+    status = {"timeout": "timeout", 2: "invalid_input"}.get(rc, "error")
+    row = {"case": name, "exit": rc, "wall_s": round(wall, 1), "status": status}
+    if rc == 2:
+        row["error"] = (p.stderr.strip().splitlines() or [""])[-1][:200]
     rep = os.path.join(out, "report.json")
     if os.path.exists(rep):
         with open(rep) as f:

@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     report = values.get("report") or {}
     status = report.get("status", "not_repaired")
     if status == "invalid_input":
-        print(f"error: {report.get('error') or report.get('reason')}", file=sys.stderr)
+        msg = str(report.get("error") or report.get("reason"))
+        if msg.startswith("reference.py:"):  # the graph holds sources; name the user's file
+            msg = task.reference_path + msg[len("reference.py"):]
+        print(f"error: {msg}", file=sys.stderr)
         if args.json:
             print(json.dumps(report, indent=1))
         return 2

@@ -22,7 +22,7 @@ class Backend:
     name: str
     device: str
     env: dict = field(default_factory=dict)
-    memory_bytes: int | None = 16 << 30
+    memory_bytes: int | None = 8 << 30
 
 
 INTERPRETER = Backend("interpreter", "cpu", {"TRITON_INTERPRET": "1"})

@@ -125,7 +125,9 @@ class Runner:
             job = os.path.join(d, f"job{start_at}.json")
             with open(job, "w") as f:
                 json.dump({"inputs_path": self._inputs_path, "candidates": paths, "variant_ids": variant_ids,
-                           "out_dir": d, "start_at": start_at, "device": self.backend.device}, f)
+                           "out_dir": d, "start_at": start_at, "device": self.backend.device,
+                           "deny_read": [os.path.join(os.path.dirname(self._inputs_path), "expected.pt"),
+                                         os.path.join(os.path.dirname(self._inputs_path), "reference.py")]}, f)
             t0 = time.monotonic()
             res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
                              timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes)
@@ -135,7 +137,7 @@ class Runner:
             ready = [e for e in new if e["event"] == "ready"]
             startups += [e["startup_s"] for e in ready]
             started = [e for e in new if e["event"] == "start"]
-            finished_all = res.returncode == 0 and not res.timed_out
+            finished_all = res.returncode == 0 and not res.timed_out and any(e["event"] == "end" for e in new)
             if finished_all:
                 break
             # the process died: blame the last started (candidate, variant), go on after it
@@ -146,7 +148,8 @@ class Runner:
                 why = ("runtime_error", f"the process was killed by {res.signal_name}")
             else:
                 tail = (res.stderr_tail.strip().splitlines() or [""])[-1][:200]
-                why = ("runtime_error", f"the process exited with code {res.returncode} before finishing: {tail}")
+                why = ("runtime_error", f"the process exited with code {res.returncode} before finishing"
+                       + (f": {tail}" if tail else ""))
             crash_notes[(last["cand"], last["variant"])] = why
             per_cand_wall[last["cand"]] += time.monotonic() - t0
             start_at = last["cand"] + 1
@@ -178,6 +181,10 @@ class Runner:
                 elif (k, v) in crash_notes:
                     st, msg = crash_notes[(k, v)]
                     vres.append(VariantResult(variant_id=v, status=st, message=msg))
+                elif not any(key[0] == k for key in crash_notes):
+                    # no crash was seen, yet no result: the process left early (os._exit, sys.exit)
+                    vres.append(VariantResult(variant_id=v, status="runtime_error",
+                                              message="no result: the process exited before this variant finished"))
                 # variants after a crash are not run: absent from the result
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)

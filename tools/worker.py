@@ -204,6 +204,8 @@ def cmd_eval(job: dict) -> int:
     init = data["init_inputs"]
     counter = LaunchCounter()
     out_dir = job["out_dir"]
+    from tools.confine import confine
+    confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
     start_at = job.get("start_at", 0)
     with open(os.path.join(out_dir, "events.jsonl"), "a") as fh:
         _emit(fh, event="ready", startup_s=time.time() - T_START)
@@ -254,6 +256,7 @@ def cmd_eval(job: dict) -> int:
                       out_of_bounds=guard.clobbered() if guard is not None else [])
             _emit(fh, event="launch_signatures", cand=k, signatures=list(counter.signatures.values()))
             counter.signatures = {}
+        _emit(fh, event="end")
     return 0
 
 
