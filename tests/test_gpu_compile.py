@@ -72,3 +72,19 @@ def test_unknown_target_is_a_usage_error(tmp_path):
                         "--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2
     assert "unknown target" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_resource_growth_is_an_error_for_registers_and_a_warning_for_spills():
+    from agents.integrity_auditor import compile_findings
+    from tools.records import CompileReport, KernelCompile
+
+    def rep(regs, spills, sig="s1"):
+        return CompileReport(targets=["sm_90"], results=[KernelCompile(
+            kernel="k", target="sm_90", ok=True, registers=regs, spill_bytes=spills, shared_bytes=16, signature=sig)])
+
+    assert compile_findings(rep(40, 0), rep(32, 0)) == []
+    grown = compile_findings(rep(120, 0), rep(32, 0))
+    assert [(f.check, f.severity) for f in grown] == [("resource_growth", "error")]
+    spilled = compile_findings(rep(32, 16000), rep(32, 1800))
+    assert [(f.check, f.severity) for f in spilled] == [("spill_growth", "warning")]
+    assert compile_findings(rep(120, 0, sig="other"), rep(32, 0)) == []  # different launch signature

@@ -131,6 +131,12 @@ def cache_key(module_source: str, launch: dict, target: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def signature_key(launch: dict) -> str:
+    """Short stable key of a launch signature (dtypes, constexprs, divisibility), for matching compiles."""
+    blob = json.dumps([launch["signature"], launch["constexprs"], sorted(launch["divisible"])], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 def _tool(name: str) -> str | None:
     import triton
     path = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
@@ -189,7 +195,7 @@ def compile_launch(fn, launch: dict, target: str) -> dict:
     names = list(launch["signature"])
     const = {(names.index(k),): _constexpr_value(v) for k, v in launch["constexprs"].items()}
     attrs = {(names.index(k),): [["tt.divisibility", DIVISIBILITY]] for k in launch["divisible"]}
-    rec = {"kernel": launch["kernel"], "target": target, "ok": False, "error": None}
+    rec = {"kernel": launch["kernel"], "target": target, "ok": False, "error": None, "signature": signature_key(launch)}
     t0 = time.monotonic()
     try:
         k = triton.compile(ASTSource(fn, launch["signature"], constexprs=const, attrs=attrs),
@@ -230,7 +236,7 @@ def compile_all(module, module_source: str, launches: list[dict], targets: list[
             path = os.path.join(cache_dir, key + ".json") if cache_dir else None
             if path and os.path.exists(path):
                 with open(path) as f:
-                    rec = {**json.load(f), "cached": True}
+                    rec = {**json.load(f), "cached": True, "signature": signature_key(launch)}
             else:
                 rec = compile_launch(fn, launch, target)
                 if path:

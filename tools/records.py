@@ -136,6 +136,7 @@ class KernelCompile(BaseModel):
     num_stages: int | None = None
     seconds: float | None = Field(None, description="compile wall seconds (0 when cached)")
     cached: bool = False
+    signature: str = Field("", description="short key of the launch signature (dtypes, constexprs, divisibility)")
 
 
 class CompileReport(BaseModel):
