@@ -41,12 +41,14 @@ def integrity_auditor(state: dict) -> dict:
         if refused:
             findings.append(Finding(check="drops_support", severity="error",
                                     message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
+    original = CompileReport(**state["compile"]) if state.get("compile") else None
     if last and last.get("status") == "pass":
         sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
         comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
-    else:
-        comp = CompileReport(**state["compile"]) if state.get("compile") else CompileReport(targets=[])
-    findings += compile_findings(comp, CompileReport(**state["compile"]) if state.get("compile") else None)
+        findings += compile_findings(comp, original)
+    else:  # the original candidate: triage compiled it
+        comp = original or CompileReport(targets=[])
+        findings += compile_findings(comp, None)
     unsupported = sorted({v.variant_id for v in seen_variants if v.unsupported})
     if unsupported:
         findings.append(Finding(check="unsupported_inputs", severity="warning",
@@ -92,7 +94,7 @@ def compile_findings(comp: CompileReport, original: CompileReport | None) -> lis
         out.append(Finding(check="gpu_compile", severity="error",
                            message=f"{b.kernel} does not compile for {b.target}"
                                    f"{f' (line {b.line})' if b.line else ''}: {(b.error or '')[:300]}"))
-    if original is None or comp is original:
+    if original is None:
         return out
     before = {(r.kernel, r.target, r.signature): r for r in original.results if r.ok}
     for r in comp.results:
