@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse the CLI options of ARCHITECTURE §2."""
     p = _Parser(prog="python -m graph.run", description="Repair a near-miss Triton kernel against its PyTorch reference.")
-    p.add_argument("task", help="task folder (reference.py, candidate.py[, task.toml]) or the candidate file")
+    p.add_argument("task", nargs="?", help="task folder (reference.py, candidate.py[, task.toml]) or the candidate file")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last completed step")
     p.add_argument("--reference", help="reference file, when TASK is a candidate file")
     p.add_argument("--out", help="run folder (default runs/<time>-<name>/; an existing one is never overwritten)")
     p.add_argument("--backend", choices=["auto", "interpreter", "cuda", "npu"], default=None)
@@ -44,7 +45,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print report.json on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.task and not args.resume:
+        p.error("give a TASK (folder or candidate file) or --resume RUN_DIR")
+    return args
 
 
 def _progress(console: Console, node: str, update: dict, t0: float) -> None:
@@ -90,49 +94,72 @@ def main(argv: list[str] | None = None) -> int:
     from agents.common import make_run_dir
     from tools.task import TaskError, load_task
 
-    try:
-        task = load_task(args.task, args.reference)
-    except TaskError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if args.patcher in ("llm", "auto"):
-        print(f"error: --patcher {args.patcher}: the LLM patcher is not part of this build yet; use --patcher patterns",
-              file=sys.stderr)
-        return 2
-    options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
-    options.update({k: v for k, v in {
-        "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
-        "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
-        "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
-        "targets": args.targets}.items() if v not in (None, False)})
-    from tools.backends import local_target
-    from tools.gpu_compile import TargetError, parse_targets
-
-    try:
-        parse_targets(args.targets, local_target())
-    except TargetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    run_dir = make_run_dir(args.out, task.name)
-    options["out"] = run_dir
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from graph.build import build_graph
 
-    conn = sqlite3.connect(os.path.join(run_dir, "checkpoints.sqlite"), check_same_thread=False)
-    app = build_graph().compile(checkpointer=SqliteSaver(conn))
-    config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
-    inputs = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
-              "name": task.name, "options": options}
+    if args.resume:
+        run_dir = os.path.abspath(args.resume)
+        db = os.path.join(run_dir, "checkpoints.sqlite")
+        if not os.path.exists(db):
+            print(f"error: {run_dir}: no checkpoints.sqlite to resume from", file=sys.stderr)
+            return 2
+        conn = sqlite3.connect(db, check_same_thread=False)
+        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
+        snap = app.get_state(config)
+        if not snap.values:
+            print(f"error: {run_dir}: the checkpoint holds no run", file=sys.stderr)
+            return 2
+        name = snap.values.get("name", "task")
+        reference_path = os.path.join(run_dir, "reference.py")
+        stream_input = None  # continue from the last completed step
+        if not snap.next:
+            console.print(f"{run_dir}: the run had already finished")
+    else:
+        try:
+            task = load_task(args.task, args.reference)
+        except TaskError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if args.patcher in ("llm", "auto"):
+            print(f"error: --patcher {args.patcher}: the LLM patcher is not part of this build yet; use --patcher "
+                  "patterns", file=sys.stderr)
+            return 2
+        options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
+        options.update({k: v for k, v in {
+            "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
+            "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
+            "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
+            "targets": args.targets}.items() if v not in (None, False)})
+        from tools.backends import local_target
+        from tools.gpu_compile import TargetError, parse_targets
+
+        try:
+            parse_targets(args.targets, local_target())
+        except TargetError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        run_dir = make_run_dir(args.out, task.name)
+        options["out"] = run_dir
+        name, reference_path = task.name, task.reference_path
+        with open(os.path.join(run_dir, "reference.py"), "w") as f:
+            f.write(task.reference_source)
+        conn = sqlite3.connect(os.path.join(run_dir, "checkpoints.sqlite"), check_same_thread=False)
+        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
+        stream_input = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
+                        "name": task.name, "options": options, "run_dir": run_dir}
     t0 = time.monotonic()
     header = False
     try:
-        for chunk in app.stream({**inputs, "run_dir": run_dir}, config, stream_mode="updates"):
+        for chunk in app.stream(stream_input, config, stream_mode="updates"):
             for node, update in chunk.items():
                 if isinstance(update, dict) and (update.get("error") or update.get("verdict") == "invalid_input"):
                     continue  # invalid input: only the one-line error below
                 if not header:
-                    console.print(f"[bold]nearmiss[/bold] {task.name} -> {run_dir}")
+                    console.print(f"[bold]nearmiss[/bold] {name} -> {run_dir}"
+                                  + (" (resumed)" if args.resume else ""))
                     header = True
                 _progress(console, node, update, t0)
     except KeyboardInterrupt:
@@ -150,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if status == "invalid_input":
         msg = str(report.get("error") or report.get("reason"))
         if msg.startswith("reference.py:"):  # the graph holds sources; name the user's file
-            msg = task.reference_path + msg[len("reference.py"):]
+            msg = reference_path + msg[len("reference.py"):]
         print(f"error: {msg}", file=sys.stderr)
         if args.json:
             print(json.dumps(report, indent=1))

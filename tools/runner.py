@@ -105,9 +105,7 @@ class Runner:
         Returns:
             One ``EvalResult`` per source, in order.
         """
-        self._n += 1
-        d = os.path.join(self.work_dir, "evals", f"{self._n:04d}")
-        os.makedirs(d, exist_ok=True)
+        d = self._fresh_dir("evals")
         paths = []
         for k, src in enumerate(sources):
             cdir = os.path.join(d, f"cand{k}")
@@ -230,9 +228,7 @@ class Runner:
         """
         if not targets or not signatures:
             return CompileReport(targets=targets)
-        self._n += 1
-        d = os.path.join(self.work_dir, "compile", f"{self._n:04d}")
-        os.makedirs(d, exist_ok=True)
+        d = self._fresh_dir("compile")
         path = os.path.join(d, "candidate.py")
         with open(path, "w") as f:
             f.write(source)
@@ -258,6 +254,15 @@ class Runner:
                 rec.line = compile_error_line(rec.error, source, rec.kernel)
             results.append(rec)
         return CompileReport(targets=targets, results=results)
+
+    def _fresh_dir(self, kind: str) -> str:
+        """A new numbered folder under ``work/KIND`` (numbers left by a killed run are skipped)."""
+        while True:
+            self._n += 1
+            d = os.path.join(self.work_dir, kind, f"{self._n:04d}")
+            if not os.path.exists(d):
+                os.makedirs(d)
+                return d
 
     def _eval_dir(self) -> str:
         return os.path.join(self.work_dir, "evals", f"{self._n:04d}")
