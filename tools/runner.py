@@ -66,7 +66,7 @@ class Runner:
         with open(job, "w") as f:
             json.dump({"reference_path": ref_path, "out_dir": d}, f)
         res = run_worker(["suite", job], os.path.join(d, "sandbox"), {"TRITON_INTERPRET": "1"},
-                         timeout_s=max(self.timeout_s, 120), memory_bytes=16 << 30)
+                         timeout_s=max(self.timeout_s, 120), memory_bytes=16 << 30, warm=True)
         err = os.path.join(d, "error.json")
         if os.path.exists(err):
             with open(err) as f:
@@ -128,7 +128,8 @@ class Runner:
                                          os.path.join(os.path.dirname(self._inputs_path), "reference.py")]}, f)
             t0 = time.monotonic()
             res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
-                             timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes)
+                             timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes,
+                             warm=self.backend.name == "interpreter")
             self.evaluations += 1
             new = _read_events(os.path.join(d, "events.jsonl"))[len(events):]
             events += new

@@ -9,11 +9,15 @@ and validates.
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -65,7 +69,7 @@ def _tail(path: str) -> str:
 
 
 def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout_s: float,
-               memory_bytes: int | None = 16 << 30, file_bytes: int = 2 << 30) -> SandboxResult:
+               memory_bytes: int | None = 16 << 30, file_bytes: int = 2 << 30, warm: bool = False) -> SandboxResult:
     """Run ``python -m tools.worker ARGS`` sandboxed in ``workdir``.
 
     Args:
@@ -76,17 +80,24 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
         memory_bytes: address-space limit (RLIMIT_AS) in bytes; None for none (CUDA
             reserves huge virtual ranges, so the CUDA backend passes None).
         file_bytes: largest file the child may write, bytes.
+        warm: fork the child from a warm worker (``tools.zygote``) that has imported torch and
+            triton already, instead of starting a fresh interpreter; falls back to a fresh one
+            if the warm worker is unavailable. Same limits, session and deadline either way.
 
     Returns:
         A ``SandboxResult``; never raises for anything the child does.
     """
     os.makedirs(workdir, exist_ok=True)
-    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-    env.update(HOME=workdir, TMPDIR=workdir, PYTHONPATH=PROJECT_ROOT, PYTHONDONTWRITEBYTECODE="1",
-               PYTHONHASHSEED="0", TRITON_CACHE_DIR=os.path.join(workdir, ".triton"))
+    env = _base_env(workdir)
     env.update(env_extra)
     out_path, err_path = os.path.join(workdir, "stdout.txt"), os.path.join(workdir, "stderr.txt")
     cpu_s = int(timeout_s * 2) + 10
+    if warm and WARM_ENABLED:
+        pool = WarmPool.get(env_extra)
+        if pool is not None:
+            res = pool.run(args, workdir, env_extra, timeout_s, memory_bytes, cpu_s, file_bytes)
+            if res is not None:
+                return res
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
@@ -115,3 +126,136 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
     return SandboxResult(returncode=rc, signal_name=sig, timed_out=timed_out,
                          stdout_tail=_tail(out_path), stderr_tail=_tail(err_path),
                          wall_s=time.monotonic() - t0)
+
+
+#: Set NEARMISS_WARM=0 to start a fresh interpreter for every evaluation.
+WARM_ENABLED = os.environ.get("NEARMISS_WARM", "1") != "0"
+
+
+def _base_env(workdir: str) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.update(HOME=workdir, TMPDIR=workdir, PYTHONPATH=PROJECT_ROOT, PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED="0", TRITON_CACHE_DIR=os.path.join(workdir, ".triton"))
+    return env
+
+
+def _decode(status: int) -> tuple[int, str | None]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return -sig, signal.Signals(sig).name
+        except ValueError:
+            return -sig, f"signal {sig}"
+    return os.WEXITSTATUS(status), None
+
+
+class WarmPool:
+    """One warm worker (``tools.zygote``) per backend environment, shared by a process's runners."""
+
+    _pools: dict[str, "WarmPool | None"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, env_extra: dict[str, str]) -> None:
+        import tempfile
+
+        self.home = tempfile.mkdtemp(prefix="nearmiss-warm-")
+        env = _base_env(self.home)
+        env.update(env_extra)
+        self.proc = subprocess.Popen([sys.executable, "-m", "tools.zygote"], cwd=self.home, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(os.path.join(self.home, "zygote.err"), "wb"),
+                                     start_new_session=True, text=True, bufsize=1)
+        self._fd = self.proc.stdout.fileno()
+        self._buf = b""
+        ready = self._read(120)
+        if not ready or not ready.get("ready"):
+            self.close()
+            raise RuntimeError("the warm worker did not start")
+
+    @classmethod
+    def get(cls, env_extra: dict[str, str]) -> "WarmPool | None":
+        """The pool for this environment, started on first use; None if it cannot start."""
+        key = json.dumps(env_extra, sort_keys=True)
+        with cls._lock:
+            pool = cls._pools.get(key, False)
+            if pool is False or (pool is not None and pool.proc.poll() is not None):
+                try:
+                    pool = cls(env_extra)
+                except (OSError, RuntimeError):
+                    pool = None
+                cls._pools[key] = pool
+            return pool
+
+    def _read(self, timeout: float) -> dict | None:
+        """The next protocol line, or None after ``timeout`` seconds or at EOF (raw fd, no hidden buffer)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self._fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, args, workdir, env_extra, timeout_s, memory_bytes, cpu_s, file_bytes) -> SandboxResult | None:
+        """Fork one evaluation; None when the warm worker failed (the caller starts a fresh one)."""
+        req = {"args": args, "workdir": workdir, "env": env_extra, "memory_bytes": memory_bytes, "cpu_s": cpu_s,
+               "file_bytes": file_bytes}
+        t0 = time.monotonic()
+        with self._lock:
+            try:
+                self.proc.stdin.write(json.dumps(req) + "\n")
+                self.proc.stdin.flush()
+                started = self._read(60)
+                if not started or "pid" not in started:
+                    raise OSError("no pid")
+                pid = started["pid"]
+                done = self._read(timeout_s)
+                timed_out = done is None
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # the whole session: grandchildren too
+                except (ProcessLookupError, PermissionError):
+                    pass
+                if done is None:
+                    done = self._read(30)
+                if done is None or "status" not in done:
+                    raise OSError("no status")
+            except (OSError, ValueError, BrokenPipeError):
+                self.close()
+                return None
+        rc, sig = _decode(done["status"])
+        if timed_out:
+            rc, sig = -signal.SIGKILL, "SIGKILL"
+        return SandboxResult(returncode=rc, signal_name=sig, timed_out=timed_out,
+                             stdout_tail=_tail(os.path.join(workdir, "stdout.txt")),
+                             stderr_tail=_tail(os.path.join(workdir, "stderr.txt")),
+                             wall_s=time.monotonic() - t0)
+
+    def close(self) -> None:
+        """Stop the warm worker."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Stop every warm worker of this process (registered with atexit)."""
+        for pool in list(cls._pools.values()):
+            if pool is not None:
+                pool.close()
+        cls._pools.clear()
+
+
+atexit.register(WarmPool.close_all)
