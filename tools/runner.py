@@ -16,7 +16,10 @@ import torch
 from tools.backends import Backend
 from tools.compare import compare_outputs
 from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
-from tools.sandbox import run_worker
+from tools.sandbox import WARM_ENABLED, WarmPool, run_worker
+
+#: Environment of compile processes: no interpreter (triton.language must not be patched).
+COMPILE_ENV = {"TRITON_INTERPRET": "0"}
 
 
 
@@ -48,6 +51,8 @@ class Runner:
         self._expected: dict = {}
         self._n = 0
         os.makedirs(self.work_dir, exist_ok=True)
+        if WARM_ENABLED:
+            WarmPool.prestart(COMPILE_ENV)  # its start overlaps the suite build and triage
 
     # ----------------------------------------------------------------- suite
     def build_suite(self) -> list[dict]:
@@ -238,8 +243,8 @@ class Runner:
         with open(job, "w") as f:
             json.dump({"candidate_path": path, "launches": signatures, "targets": targets, "out": out,
                        "cache_dir": compile_cache_dir()}, f)
-        res = run_worker(["compile", job], os.path.join(d, "sandbox"), {}, timeout_s=max(self.timeout_s, 300),
-                         memory_bytes=self.backend.memory_bytes)
+        res = run_worker(["compile", job], os.path.join(d, "sandbox"), COMPILE_ENV,
+                         timeout_s=max(self.timeout_s, 300), memory_bytes=self.backend.memory_bytes, warm=True)
         self.evaluations += 1
         if not os.path.exists(out):
             why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"

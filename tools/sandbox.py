@@ -153,7 +153,8 @@ class WarmPool:
     """One warm worker (``tools.zygote``) per backend environment, shared by a process's runners."""
 
     _pools: dict[str, "WarmPool | None"] = {}
-    _lock = threading.Lock()
+    _key_locks: dict[str, threading.Lock] = {}
+    _dict_lock = threading.Lock()
 
     def __init__(self, env_extra: dict[str, str]) -> None:
         import tempfile
@@ -167,6 +168,7 @@ class WarmPool:
                                      start_new_session=True, text=True, bufsize=1)
         self._fd = self.proc.stdout.fileno()
         self._buf = b""
+        self._lock = threading.Lock()
         ready = self._read(120)
         if not ready or not ready.get("ready"):
             self.close()
@@ -176,7 +178,9 @@ class WarmPool:
     def get(cls, env_extra: dict[str, str]) -> "WarmPool | None":
         """The pool for this environment, started on first use; None if it cannot start."""
         key = json.dumps(env_extra, sort_keys=True)
-        with cls._lock:
+        with cls._dict_lock:
+            lock = cls._key_locks.setdefault(key, threading.Lock())
+        with lock:  # one start per environment; other environments start concurrently
             pool = cls._pools.get(key, False)
             if pool is False or (pool is not None and pool.proc.poll() is not None):
                 try:
@@ -185,6 +189,11 @@ class WarmPool:
                     pool = None
                 cls._pools[key] = pool
             return pool
+
+    @classmethod
+    def prestart(cls, env_extra: dict[str, str]) -> None:
+        """Start the pool for an environment in a background thread (its start overlaps other work)."""
+        threading.Thread(target=cls.get, args=(env_extra,), daemon=True).start()
 
     def _read(self, timeout: float) -> dict | None:
         """The next protocol line, or None after ``timeout`` seconds or at EOF (raw fd, no hidden buffer)."""
