@@ -180,3 +180,15 @@ class ModelNew(nn.Module):
     assert "tl.store(y_ptr + offs, x * x, mask=mask)" in patch.source
     assert "](x, y, x.numel(), BLOCK_SIZE=1024)" in patch.source
     assert propose(patch.source, ["tail_mask"]) == []  # a masked kernel is left alone
+
+
+def test_widen_load_casts_each_uncast_load_once():
+    src = kernel("""
+cols = tl.arange(0, BLOCK_SIZE)
+x = tl.load(x_ptr + cols, mask=cols < N, other=0.0)
+w = tl.load(y_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+tl.store(y_ptr + row, tl.sum(x * x * w, axis=0))
+""")
+    out = sources("widen_load", src)
+    assert len(out) == 1
+    assert "x = tl.load(x_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)" in out[0]

@@ -302,6 +302,21 @@ def op_accumulator_fp32(ctx: Context) -> list[Patch]:
     return out
 
 
+def op_widen_load(ctx: Context) -> list[Patch]:
+    """Cast a loaded fp16/bf16 block to fp32 before arithmetic (squares and products overflow fp16 at 256)."""
+    out = []
+    for k in ctx.kernels:
+        for call in _calls(k.node, "load"):
+            a, b = ctx.sm.span(call)
+            if ctx.source[b:b + 4] == ".to(":
+                continue
+            new = ctx.source[:b] + ".to(tl.float32)" + ctx.source[b:]
+            p = _patch(ctx, "widen_load", f"line {call.lineno}: cast the loaded values to tl.float32", call, new)
+            if p:
+                out.append(p)
+    return out
+
+
 def _reduce_axis(k: Kernel) -> str:
     for c in _calls(k.node, "sum", "max"):
         ax = _kw(c, "axis", 1)
@@ -489,6 +504,7 @@ OPERATORS: dict[str, Operator] = {
     "tail_mask": op_tail_mask,
     "index_scalar_load": op_index_scalar_load,
     "accumulator_fp32": op_accumulator_fp32,
+    "widen_load": op_widen_load,
     "contiguous_inputs": op_contiguous_inputs,
     "true_length": op_true_length,
     "grid_ceil": op_grid_ceil,
