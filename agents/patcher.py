@@ -18,6 +18,10 @@ from tools.records import EvalResult
 def patcher(state: dict) -> dict:
     """Choose the next patch (or None when no untried edit is left)."""
     s = settings(state)
+    if (state.get("triage") or {}).get("status") == "timeout" and not state.get("iterations"):
+        # Every screen of an edit of a hanging kernel would wait out its deadline; no operator fixes a hang.
+        return {"pending_patch": None, "exhausted": True,
+                "reason": "the candidate does not finish in time; no repair operator addresses a hang"}
     r = runner(state)
     diag = state.get("diagnosis", {})
     ranked = rank_patterns(diag.get("symptoms", []))

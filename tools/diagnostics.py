@@ -87,7 +87,7 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
         findings.append(f"{v.variant_id} ({m.get('description', '')}; shapes {m.get('shapes')}): "
                         f"{v.status}: {v.message[:240]}")
     passed = [v.variant_id for v in result.variants if v.status == "pass"]
-    summary = (f"{len(failing)} of {len(result.variants)} variants fail"
+    summary = (f"{len(failing)} of {len(result.variants)} evaluated variants fail"
                + (f" ({', '.join(symptoms)})" if symptoms else "")
                + (f"; passes {', '.join(passed[:4])}{'...' if len(passed) > 4 else ''}" if passed else ""))
     return {"symptoms": symptoms, "failing": [v.variant_id for v in failing], "smallest_failing": smallest,
