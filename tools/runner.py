@@ -161,13 +161,13 @@ class Runner:
             self.startup_s.append(startups[0])
         results = []
         for k in range(len(sources)):
-            results.append(self._result(k, variant_ids, events, crash_notes, startups[0] if startups else 0.0))
+            results.append(self._result(k, variant_ids, events, crash_notes, startups[0] if startups else 0.0, d))
         if not os.environ.get("NEARMISS_KEEP_EVALS"):
             shutil.rmtree(d, ignore_errors=True)
         return results
 
     def _result(self, k: int, variant_ids: list[str], events: list[dict], crash_notes: dict,
-                startup_s: float) -> EvalResult:
+                startup_s: float, eval_dir: str) -> EvalResult:
         mine = [e for e in events if e.get("cand") == k]
         cand_err = next((e for e in mine if e["event"] == "cand_error"), None)
         vres: list[VariantResult] = []
@@ -181,7 +181,7 @@ class Runner:
             done = {e["variant"]: e for e in mine if e["event"] == "done"}
             for v in variant_ids:
                 if v in done:
-                    vres.append(self._variant(done[v]))
+                    vres.append(self._variant(done[v], eval_dir))
                 elif (k, v) in crash_notes:
                     st, msg = crash_notes[(k, v)]
                     vres.append(VariantResult(variant_id=v, status=st, message=msg))
@@ -198,7 +198,7 @@ class Runner:
         return EvalResult(status=status, variants=vres, backend=self.backend.name, wall_s=wall,
                           startup_s=startup_s, message=msg, launch_signatures=sigs)
 
-    def _variant(self, e: dict) -> VariantResult:
+    def _variant(self, e: dict, eval_dir: str) -> VariantResult:
         vid = e["variant"]
         if e["status"] != "ran":
             # A clean exception on a derived variant is a refusal (e.g. tl.arange needs a power of
@@ -207,7 +207,7 @@ class Runner:
                                  launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
                                  unsupported=not vid.startswith("default/"))
         try:
-            out = torch.load(os.path.join(self._eval_dir(), e["output_file"]), weights_only=True)
+            out = torch.load(os.path.join(eval_dir, e["output_file"]), weights_only=True)
         except Exception as ex:  # noqa: BLE001 - the file came from untrusted code
             return VariantResult(variant_id=vid, status="runtime_error",
                                  message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
@@ -269,9 +269,6 @@ class Runner:
             if not os.path.exists(d):
                 os.makedirs(d)
                 return d
-
-    def _eval_dir(self) -> str:
-        return os.path.join(self.work_dir, "evals", f"{self._n:04d}")
 
 
 def _read_events(path: str) -> list[dict]:
