@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 
 import torch
 
@@ -120,7 +119,8 @@ class Runner:
                 f.write(src)
             paths.append(p)
         events: list[dict] = []
-        per_cand_wall = [0.0] * len(sources)
+        suite_dir = os.path.dirname(self._inputs_path)
+        deny_read = [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]
         startups: list[float] = []
         start_at = 0
         crash_notes: dict[tuple[int, str | None], tuple[str, str]] = {}
@@ -129,9 +129,7 @@ class Runner:
             with open(job, "w") as f:
                 json.dump({"inputs_path": self._inputs_path, "candidates": paths, "variant_ids": variant_ids,
                            "out_dir": d, "start_at": start_at, "device": self.backend.device,
-                           "deny_read": [os.path.join(os.path.dirname(self._inputs_path), "expected.pt"),
-                                         os.path.join(os.path.dirname(self._inputs_path), "reference.py")]}, f)
-            t0 = time.monotonic()
+                           "deny_read": deny_read}, f)
             res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
                              timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes,
                              warm=self.backend.name == "interpreter")
@@ -155,7 +153,6 @@ class Runner:
                 why = ("runtime_error", f"the process exited with code {res.returncode} before finishing"
                        + (f": {tail}" if tail else ""))
             crash_notes[(last["cand"], last["variant"])] = why
-            per_cand_wall[last["cand"]] += time.monotonic() - t0
             start_at = last["cand"] + 1
         if startups:
             self.startup_s.append(startups[0])
