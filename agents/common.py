@@ -45,7 +45,7 @@ def runner(state: dict) -> Runner:
         s = settings(state)
         r = Runner(os.path.join(run_dir, "work"), state["reference_source"], select_backend(s.backend),
                    timeout_s=s.timeout, tolerance=s.tolerance)
-        r.build_suite()
+        r.build_suite(state.get("candidate_source", ""))
         _RUNNERS[run_dir] = r
     return r
 

@@ -111,6 +111,7 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
         "attempts": attempts,
         "suite_variants": extra.get("suite_variants"),
+        "suite": state.get("suite") or [],
         "startup_s": extra.get("startup_s"),
         "startup_s_median": sorted(extra["startup_s"])[len(extra["startup_s"]) // 2] if extra.get("startup_s") else None,
         "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,

@@ -1,17 +1,43 @@
 """Instrumentation planner: localise the fault of the best candidate so far and write a diagnosis.
 
-This first cut reads the per-variant error records the hardware runner already produced
-(mismatch fraction, first bad multi-index, bad indices per dimension, NaN/Inf counts) and
-names symptoms; deeper probes come with the coverage issue.
+It reads the per-variant error records the hardware runner produced (mismatch fraction,
+first bad multi-index, bad indices per dimension, relations to the reference such as a shift
+by one or a transposition, NaN/Inf counts), names symptoms and a likely fault class
+(``tools.diagnostics``), and chooses probes: when NaNs appear, or when the patcher asked
+(``state["probe_request"]``, ``tools.probes.ProbeRequest``), an instrumented copy of the kernel
+records intermediate values on the smallest failing variant, and the first NaN-holding
+intermediate joins the findings.
 """
 
 from __future__ import annotations
 
+from agents.common import runner
 from tools.diagnostics import diagnose
+from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import EvalResult
 
 
 def instrumentation_planner(state: dict) -> dict:
-    """Diagnose the best candidate so far from its search-suite evaluation."""
+    """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful."""
     ev = EvalResult(**state["best_eval"])
-    return {"diagnosis": diagnose(ev, state.get("suite", []))}
+    diag = diagnose(ev, state.get("suite", []))
+    update: dict = {"diagnosis": diag, "probe_request": None}
+    asked = state.get("probe_request")
+    if not asked and "nan_or_inf" not in diag["symptoms"]:
+        return update
+    try:
+        req = ProbeRequest(**(asked or {}))
+    except Exception as e:  # noqa: BLE001 - a malformed request from the patcher (an LLM) is reported, not raised
+        diag["findings"].insert(0, f"probe request refused: {e}"[:300])
+        return update
+    variant = req.variant or diag.get("smallest_failing")
+    r = runner(state)
+    if variant not in r.ids():
+        diag["findings"].insert(0, f"probe request refused: no variant {variant!r}")
+        return update
+    res = r.probe(state["best_source"], variant, req.kernel, req.names, req.program_ids)
+    diag["probes"] = {"request": req.model_dump(), "variant": variant, "error": res["error"],
+                      "sites": aggregate(res)}
+    diag["findings"] = findings(res) + diag["findings"]
+    update["evaluations"] = r.evaluations
+    return update

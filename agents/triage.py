@@ -8,6 +8,8 @@ from agents.common import make_run_dir, runner, settings, targets
 from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
 from tools.diagnostics import diagnose
+from tools.replay import replay_command
+from tools.report import write_file_atomic
 from tools.runner import SuiteError
 from tools.task import TaskError, validate_sources
 
@@ -32,6 +34,9 @@ def triage(state: dict) -> dict:
         return {**update, "error": str(e), "verdict": "invalid_input"}
     except SuiteError as e:
         return {**update, "error": f"reference.py: {e}", "verdict": "invalid_input"}
+    _keep_sources(run_dir, state)
+    for v in r.variants:
+        v["replay"] = replay_command(run_dir, v["id"])
     ev = r.evaluate(state["candidate_source"], r.ids())
     search = ev.subset(r.ids("search"))
     diag = diagnose(search if not search.passed else ev, r.variants)
@@ -53,6 +58,16 @@ def triage(state: dict) -> dict:
                        "summary": diag["summary"]},
             "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s)}}
+
+
+def _keep_sources(run_dir: str, state: dict) -> None:
+    """Keep the reference and the original candidate in the run folder (the replay commands read them)."""
+    import os
+
+    for name, key in (("reference.py", "reference_source"), ("original.py", "candidate_source")):
+        path = os.path.join(run_dir, name)
+        if not os.path.exists(path):
+            write_file_atomic(path, state[key])
 
 
 def _run_dir(out: str | None, name: str) -> str:

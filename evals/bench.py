@@ -1,6 +1,10 @@
 """Benchmark: run the debugger on every case of ``evals/cases`` and print Debug Pass@1.
 
-Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"]``
+Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"] [--suite-only]``
+
+With ``--suite-only`` it repairs nothing: per case it prints the suite size, the time to
+evaluate the candidate on it and the evaluation overhead (``evals.suite_timing``), and writes
+``evals/results/suite-warm.json`` (or ``suite-cold.json`` under ``NEARMISS_WARM=0``).
 
 Each case folder holds ``reference.py``, ``candidate.py`` and ``fixed.py`` (the expected
 fix). Only the first two are copied into the task folder the product sees. Debug Pass@1
@@ -66,11 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--extra", default="", help="arguments passed to graph.run")
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
+    ap.add_argument("--out", default=None, help="result file (default evals/results/latest.json)")
+    ap.add_argument("--suite-only", action="store_true", help="time the suite per case; repair nothing")
     a = ap.parse_args(argv)
     names = sorted(d for d in os.listdir(a.cases) if os.path.isdir(os.path.join(a.cases, d)))
     if a.limit:
         names = names[: a.limit]
+    if a.suite_only:
+        from evals.suite_timing import run
+
+        summary = run(a.cases, names, Console())
+        default = "suite-warm.json" if summary["warm_worker"] else "suite-cold.json"
+        _write(a.out or os.path.join(HERE, "results", default), summary)
+        return 0
+    a.out = a.out or os.path.join(HERE, "results", "latest.json")
     work = tempfile.mkdtemp(prefix="nearmiss-bench-")
     console = Console()
     rows = []
@@ -92,11 +105,15 @@ def main(argv: list[str] | None = None) -> int:
                "rows": rows, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     console.print(f"Debug Pass@1 = {summary['pass_at_1']:.3f}; median wall {summary['median_wall_s']:.1f} s per case; "
                   f"median sandbox start-up {summary['median_startup_s']:.2f} s per process")
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(summary, f, indent=1)
+    _write(a.out, summary)
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _write(path: str, summary: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ class State(InputState, OutputState, total=False):
     """Sandboxed evaluation processes started so far."""
     tokens: dict
     """LLM tokens used: ``{"prompt", "completion", "total"}`` (0 for the offline patcher)."""
+    probe_request: dict | None
+    """Probes the patcher asked for (``tools.probes.ProbeRequest``); the planner runs them and clears it."""
     verdict: str
     """Final status once decided (``repaired``, ``not_repaired``...), empty while running."""
     reason: str

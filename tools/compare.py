@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from tools.localise import relations
 from tools.records import TensorError
 
 #: (atol, rtol) per reference output dtype. Source: KernelBench ``src/eval.py``.
@@ -50,7 +51,8 @@ def _bad_along_dims(bad: torch.Tensor) -> list[dict]:
 
 
 def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
-                   override: tuple[float, float] | None = None, slack: torch.Tensor | None = None) -> TensorError:
+                   override: tuple[float, float] | None = None, slack: torch.Tensor | None = None,
+                   blocks: list[int] | tuple = ()) -> TensorError:
     """Compare one candidate output with the reference output.
 
     Args:
@@ -59,6 +61,7 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
         index: position of this output in the output tuple.
         override: ``(atol, rtol)`` replacing the dtype table.
         slack: optional per-element extra absolute tolerance (``tools.suite.conditioning``).
+        blocks: block sizes the candidate launched with, for the localisation (``tools.localise``).
 
     Returns:
         A ``TensorError``; ``ok`` is False on a type, shape or dtype-class mismatch, NaN/Inf
@@ -103,6 +106,7 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
         nan_count=int(c_nan.sum()), inf_count=int(c_inf.sum()),
         ref_nan_count=int(r_nan.sum()), ref_inf_count=int(r_inf.sum()),
         bad_along_dims=_bad_along_dims(bad) if not ok and bad.dim() > 0 else [],
+        relations=relations(c, r, atol, rtol, blocks) if not ok and r.is_floating_point() else [],
         **rec,
     )
     if not ok and not rec_msg:
@@ -115,7 +119,7 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
 
 
 def compare_outputs(cand, ref, override: tuple[float, float] | None = None,
-                    slack: tuple | None = None) -> list[TensorError]:
+                    slack: tuple | None = None, blocks: list[int] | tuple = ()) -> list[TensorError]:
     """Compare a forward's outputs (tensor or tuple) with the reference outputs, element by element.
 
     ``slack`` holds one optional per-element extra tolerance per output.
@@ -128,4 +132,4 @@ def compare_outputs(cand, ref, override: tuple[float, float] | None = None,
         return [TensorError(output_index=0, shape=list(r0.shape), dtype=str(r0.dtype), ok=False,
                             message=f"candidate returned {len(cands)} outputs, reference {len(refs)}")]
     slacks = tuple(slack) if slack is not None else (None,) * len(refs)
-    return [compare_tensor(c, r, i, override, s) for i, (c, r, s) in enumerate(zip(cands, refs, slacks))]
+    return [compare_tensor(c, r, i, override, s, blocks) for i, (c, r, s) in enumerate(zip(cands, refs, slacks))]

@@ -5,6 +5,7 @@ Symptom names are the vocabulary the knowledge base (``kb/patterns``) matches on
 
 from __future__ import annotations
 
+from tools.localise import RELATIONS
 from tools.records import EvalResult, VariantResult
 
 SYMPTOMS = {
@@ -18,6 +19,8 @@ SYMPTOMS = {
     "value_regime_large": "wrong only on large-magnitude values",
     "value_regime_offset": "wrong only on values with a large negative offset",
     "noncontiguous": "wrong only on non-contiguous inputs",
+    "past_block_boundary": "wrong once a size passes one of the candidate's block or chunk constants",
+    "independent_sizes": "wrong when inputs that share a dimension differ in it (query vs key length)",
     "nan_or_inf": "NaN or Inf where the reference is finite",
     "scalar_output": "the output is a scalar (a loss)",
     "all_elements_wrong": "nearly every output element is wrong",
@@ -27,7 +30,33 @@ SYMPTOMS = {
     "inputs_mutated": "the candidate writes into its inputs",
     "out_of_bounds": "a kernel writes past the end of an output allocation (guard band)",
     "no_launch": "no Triton kernel launched",
+    "dtype_float16": "wrong only with fp16 inputs",
 }
+# The localisation's relations (tools.localise) are symptoms too, under the same names.
+SYMPTOMS.update({k: v for k, v in RELATIONS.items()})
+
+#: Fault classes, tried in order: the first whose rule holds names the fault. Each rule is a
+#: set of symptoms of which one must be present, and the class' one-line reading.
+FAULT_CLASSES: list[tuple[str, set[str], str]] = [
+    ("compile", {"compile_error", "gpu_compile_error"}, "the kernel does not compile"),
+    ("hang", {"timeout"}, "the kernel does not finish"),
+    ("out_of_bounds_write", {"out_of_bounds"}, "a store without a (correct) mask writes past the output"),
+    ("input_mutation", {"inputs_mutated"}, "the kernel writes into its inputs"),
+    ("off_by_one", {"shifted_by_one"}, "an index is off by one"),
+    ("swapped_indices", {"transposed"}, "row and column indices are swapped"),
+    ("pairing", {"pairs_swapped", "halves_swapped"}, "elements are paired the wrong way (interleaved vs half-split)"),
+    ("shape_alignment", {"independent_sizes"}, "the kernel assumes two inputs share a size (e.g. query and key "
+                                               "lengths) that the reference lets differ"),
+    ("grid_or_chunking", {"past_block_boundary"}, "the grid or a chunk loop does not cover sizes past one block/chunk"),
+    ("stride", {"noncontiguous"}, "the kernel assumes contiguous inputs (strides)"),
+    ("precision", {"dtype_float16"}, "intermediate precision: fp16 accumulation or arithmetic"),
+    ("fill_value", {"value_regime_negative", "value_regime_large", "value_regime_offset", "nan_or_inf"},
+     "masked lanes are filled with a value that is not neutral for the operation"),
+    ("normaliser", {"scaled", "constant_offset"}, "a normaliser or constant is wrong (N vs BLOCK_SIZE, eps, a factor)"),
+    ("mask_tail", {"stale_tail", "tail_only", "unaligned_size"}, "a mask or the tail past the last full block is wrong"),
+    ("nothing_stored", {"zeros"}, "the kernel stores nothing (a mask that is always false)"),
+    ("runtime", {"runtime_error"}, "the kernel raises while running"),
+]
 
 
 def _variant_kind(meta: dict) -> str:
@@ -36,9 +65,29 @@ def _variant_kind(meta: dict) -> str:
         return "value_regime_" + m["regime"]
     if "layout" in m:
         return "noncontiguous"
+    if "boundary" in m:
+        return "past_block_boundary"
+    if m.get("independent"):
+        return "independent_sizes"
+    if "dtype" in m:
+        return "dtype_" + m["dtype"]
     if "global" in m or "dim" in m:
         return "unaligned_size"
     return "default"
+
+
+def fault_class(symptoms: list[str]) -> dict:
+    """The most likely fault class of a set of symptoms (``FAULT_CLASSES``, first rule that holds).
+
+    Returns:
+        ``{"name", "because", "reading"}``; name ``"unknown"`` when no rule holds.
+    """
+    present = set(symptoms)
+    for name, needs, reading in FAULT_CLASSES:
+        hit = sorted(needs & present)
+        if hit:
+            return {"name": name, "because": hit, "reading": reading}
+    return {"name": "unknown", "because": [], "reading": "no rule of the diagnosis matches these symptoms"}
 
 
 def diagnose(result: EvalResult, variants: list[dict]) -> dict:
@@ -50,7 +99,9 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
 
     Returns:
         ``{"symptoms": [...], "failing": [variant ids], "smallest_failing": id | None,
-        "findings": [one-line strings], "summary": str}``.
+        "fault_class": {...}, "localisation": [{"name", "detail", "variant"}], "findings": [one-line
+        strings], "summary": str}``. Symptom and localisation names are stable (``SYMPTOMS``):
+        the knowledge base keys on them.
     """
     meta = {v["id"]: v for v in variants}
     failing = result.failing()
@@ -72,6 +123,15 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
     if any(d in ("float16", "bfloat16") for v in variants for d in v.get("dtypes", [])):
         add("reduced_precision_inputs")
     findings: list[str] = []
+    localisation: list[dict] = []
+    for v in failing:
+        for e in v.errors:
+            for rel in e.relations:
+                name, _, detail = rel.partition(":")
+                add(name)
+                if not any(x["name"] == name for x in localisation):
+                    localisation.append({"name": name, "detail": detail, "variant": v.variant_id,
+                                         "output": e.output_index})
     for v in failing:
         _tensor_symptoms(v, add)
         if v.inputs_mutated:
@@ -87,11 +147,16 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
         findings.append(f"{v.variant_id} ({m.get('description', '')}; shapes {m.get('shapes')}): "
                         f"{v.status}: {v.message[:240]}")
     passed = [v.variant_id for v in result.variants if v.status == "pass"]
+    fault = fault_class(symptoms)
+    for loc in localisation:
+        findings.insert(0, f"{loc['name']}{' (' + loc['detail'] + ')' if loc['detail'] else ''} on {loc['variant']}: "
+                           f"{RELATIONS.get(loc['name'], '')}")
     summary = (f"{len(failing)} of {len(result.variants)} evaluated variants fail"
                + (f" ({', '.join(symptoms)})" if symptoms else "")
+               + (f"; likely fault: {fault['name']} ({fault['reading']})" if failing else "")
                + (f"; passes {', '.join(passed[:4])}{'...' if len(passed) > 4 else ''}" if passed else ""))
     return {"symptoms": symptoms, "failing": [v.variant_id for v in failing], "smallest_failing": smallest,
-            "findings": findings, "summary": summary}
+            "fault_class": fault, "localisation": localisation, "findings": findings, "summary": summary}
 
 
 def _tensor_symptoms(v: VariantResult, add) -> None:

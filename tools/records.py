@@ -36,6 +36,8 @@ class TensorError(BaseModel):
     ref_nan_count: int = 0
     ref_inf_count: int = 0
     bad_along_dims: list[dict] = Field(default_factory=list, description="per dimension: size, bad index count, first/last bad index")
+    relations: list[str] = Field(default_factory=list, description="how the wrong output relates to the reference "
+                                 "(tools.localise.RELATIONS: shifted_by_one, transposed, scaled, ...)")
     message: str = ""
 
 

@@ -51,7 +51,20 @@ def render_markdown(report: dict, diff: str = "") -> str:
     diag = report.get("diagnosis") or {}
     if diag:
         lines += ["## Diagnosis", "", f"Symptoms: {', '.join(diag.get('symptoms', [])) or 'none'}", ""]
+        fault = diag.get("fault_class") or {}
+        if fault.get("name"):
+            lines += [f"Likely fault: **{fault['name']}** — {fault.get('reading', '')} "
+                      f"(from {', '.join(fault.get('because', [])) or 'no symptom'})", ""]
         lines += [f"- {f}" for f in diag.get("findings", [])] + [""]
+        suite = {v["id"]: v for v in report.get("suite", [])}
+        small = diag.get("smallest_failing")
+        if small and small in suite:
+            v = suite[small]
+            lines += [f"Smallest failing input: `{small}` — {v.get('description', '')}; shapes {v.get('shapes')}, "
+                      f"dtypes {v.get('dtypes')}", ""]
+        replays = [suite[i] for i in diag.get("failing", [])[:6] if i in suite and suite[i].get("replay")]
+        if replays:
+            lines += ["Replay a failing variant:", "", "```"] + [v["replay"] for v in replays] + ["```", ""]
     if diff:
         lines += ["## Repair", "", "```diff", diff.rstrip(), "```", ""]
     comp = report.get("compile") or {}

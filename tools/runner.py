@@ -16,6 +16,7 @@ from tools.backends import Backend
 from tools.compare import compare_outputs
 from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
 from tools.sandbox import WARM_ENABLED, WarmPool, run_worker
+from tools.suite import candidate_boundaries
 
 #: Environment of compile processes: no interpreter (triton.language must not be patched).
 COMPILE_ENV = {"TRITON_INTERPRET": "0"}
@@ -54,8 +55,12 @@ class Runner:
             WarmPool.prestart(COMPILE_ENV)  # its start overlaps the suite build and triage
 
     # ----------------------------------------------------------------- suite
-    def build_suite(self) -> list[dict]:
+    def build_suite(self, candidate_source: str = "") -> list[dict]:
         """Run the reference in the sandbox to derive the suite; return its variants' metadata.
+
+        Args:
+            candidate_source: the original candidate, read statically for its block and chunk
+                sizes (``tools.suite.candidate_boundaries``); the suite then crosses them.
 
         Raises:
             SuiteError: the reference fails to import, raises on its own inputs, returns
@@ -68,7 +73,8 @@ class Runner:
             f.write(self.reference_source)
         job = os.path.join(d, "job.json")
         with open(job, "w") as f:
-            json.dump({"reference_path": ref_path, "out_dir": d}, f)
+            json.dump({"reference_path": ref_path, "out_dir": d,
+                       "boundaries": candidate_boundaries(candidate_source)}, f)
         res = run_worker(["suite", job], os.path.join(d, "sandbox"), {"TRITON_INTERPRET": "1"},
                          timeout_s=max(self.timeout_s, 120), memory_bytes=16 << 30, warm=True)
         err = os.path.join(d, "error.json")
@@ -163,9 +169,60 @@ class Runner:
             shutil.rmtree(d, ignore_errors=True)
         return results
 
+    def probe(self, source: str, variant_id: str, kernel: str | None = None, names: list[str] | None = None,
+              program_ids: list[list[int]] | None = None) -> dict:
+        """Record intermediate kernel values of ``source`` on one variant (interpreter only; ``tools.probes``).
+
+        Args:
+            source: candidate source; an instrumented copy runs, the source is not changed.
+            variant_id: the suite variant to run.
+            kernel, names, program_ids: what to record (``tools.probes.ProbeRequest``).
+
+        Returns:
+            ``{"variant", "sites", "records", "error"}``; ``error`` names why nothing was
+            recorded (not the interpreter, a syntax error, an exception, a timeout).
+        """
+        from tools.probes import instrument
+
+        res: dict = {"variant": variant_id, "sites": [], "records": [], "error": None}
+        if self.backend.name != "interpreter":
+            res["error"] = "probes run on the Triton interpreter only"
+            return res
+        try:
+            code, res["sites"] = instrument(source, kernel, names)
+        except SyntaxError as e:
+            res["error"] = f"the candidate does not parse: {e}"
+            return res
+        d = self._fresh_dir("probes")
+        path = os.path.join(d, "candidate.py")
+        with open(path, "w") as f:
+            f.write(code)
+        job = os.path.join(d, "job.json")
+        suite_dir = os.path.dirname(self._inputs_path)
+        with open(job, "w") as f:
+            json.dump({"inputs_path": self._inputs_path, "candidate_path": path, "variant_id": variant_id,
+                       "program_ids": program_ids or [], "out_dir": d,
+                       "deny_read": [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]},
+                      f)
+        run = run_worker(["probe", job], os.path.join(d, "sandbox"), self.backend.env, timeout_s=self.timeout_s,
+                         memory_bytes=self.backend.memory_bytes, warm=True)
+        self.evaluations += 1
+        out = os.path.join(d, "probes.json")
+        if not os.path.exists(out):
+            res["error"] = ("timeout" if run.timed_out else f"the probe process failed ({run.signal_name or run.returncode})")
+            return res
+        with open(out) as f:
+            got = json.load(f)
+        res["records"], res["error"] = got.get("records", []), got.get("error")
+        return res
+
     def _result(self, k: int, variant_ids: list[str], events: list[dict], crash_notes: dict,
                 startup_s: float, eval_dir: str) -> EvalResult:
         mine = [e for e in events if e.get("cand") == k]
+        sigs = [sig for e in mine if e["event"] == "launch_signatures" for sig in e.get("signatures", [])
+                if isinstance(sig, dict)]
+        blocks = sorted({v for sig in sigs for v in (sig.get("constexprs") or {}).values()
+                         if type(v) is int and v > 1})
         cand_err = next((e for e in mine if e["event"] == "cand_error"), None)
         vres: list[VariantResult] = []
         if cand_err:
@@ -178,7 +235,7 @@ class Runner:
             done = {e["variant"]: e for e in mine if e["event"] == "done"}
             for v in variant_ids:
                 if v in done:
-                    vres.append(self._variant(done[v], eval_dir))
+                    vres.append(self._variant(done[v], eval_dir, blocks))
                 elif (k, v) in crash_notes:
                     st, msg = crash_notes[(k, v)]
                     vres.append(VariantResult(variant_id=v, status=st, message=msg))
@@ -190,12 +247,10 @@ class Runner:
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")
-        sigs = [sig for e in mine if e["event"] == "launch_signatures" for sig in e.get("signatures", [])
-                if isinstance(sig, dict)]
         return EvalResult(status=status, variants=vres, backend=self.backend.name, wall_s=wall,
                           startup_s=startup_s, message=msg, launch_signatures=sigs)
 
-    def _variant(self, e: dict, eval_dir: str) -> VariantResult:
+    def _variant(self, e: dict, eval_dir: str, blocks: list[int]) -> VariantResult:
         vid = e["variant"]
         if e["status"] != "ran":
             # A clean exception on a derived variant is a refusal (e.g. tl.arange needs a power of
@@ -209,7 +264,7 @@ class Runner:
             return VariantResult(variant_id=vid, status="runtime_error",
                                  message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
         exp = self._expected[vid]
-        errors = compare_outputs(out, exp["out"], self.tolerance, exp.get("slack"))
+        errors = compare_outputs(out, exp["out"], self.tolerance, exp.get("slack"), blocks)
         oob = e.get("out_of_bounds") or []
         ok = all(x.ok for x in errors) and not oob
         msg = "" if ok else "; ".join([x.message for x in errors if not x.ok] + list(oob))

@@ -8,10 +8,17 @@ Runs inside the sandboxed reference process (``tools.worker suite``). From
   problems size their inputs with such globals) moved to a size that breaks block
   alignment (a prime below it; 3 for sizes 1 and 2); without such globals, every tensor
   dimension shrunk to a prime by slicing;
+- boundary variants: every such integer moved just above each size-like constant of the
+  candidate that exceeds it (a block size, a chunk length: ``candidate_boundaries``), with
+  the other integers shrunk so the inputs stay small — a kernel that only ever ran inside
+  one block or one chunk shows its second one;
+- independent sizes: a dimension that several inputs share (attention's query and key
+  lengths) shrunk in one input only, where the reference accepts that;
 - non-contiguous layouts of the floating-point inputs of rank >= 2: rows padded (a
   sliced view) and column-major (transposed strides);
 - value regimes of the floating-point inputs: all-negative (``-|x|``), large magnitude
-  (``x * 100``) and a large negative offset (``x - 100``).
+  (``x * 100``), a large negative offset (``x - 100``), zeros, and sparse spikes (+-50);
+- dtypes: fp32 inputs cast to fp16 (bf16 only where the backend computes it right).
 
 Only variants on which the reference runs and gives finite outputs are kept. The suite
 is split into a *search* part (used by triage and the patcher) and a *held-out* part (other
@@ -34,11 +41,33 @@ PERTURBATION = 2.0 ** -20
 SENSITIVITY_FACTOR = 10.0
 #: Slack per element: this many times the output's move under the perturbation.
 SLACK_FACTOR = 2.0
+def _spikes(x: torch.Tensor) -> torch.Tensor:
+    """Sparse spikes: about 1 element in 64 (at least one) set to +-50, the rest as they were."""
+    gen = torch.Generator().manual_seed(7)
+    pick = torch.rand(x.shape, generator=gen) < 1.0 / 64
+    if x.numel():
+        pick.view(-1)[0] = True
+    sign = torch.where(torch.rand(x.shape, generator=gen) < 0.5, -1.0, 1.0).to(x.dtype)
+    return torch.where(pick, 50.0 * sign, x)
+
+
 REGIMES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "negative": lambda x: -x.abs(),
     "large": lambda x: x * 100.0,
     "offset": lambda x: x - 100.0,
+    "zeros": torch.zeros_like,
+    "spikes": _spikes,
 }
+#: Reduced-precision dtypes fp32 inputs are also cast to. bf16 is left out: the Triton
+#: interpreter's bf16 arithmetic is wrong (ARCHITECTURE §6), so a GPU backend would add it.
+DTYPES = {"float16": torch.float16}
+#: Largest total input element count of a boundary variant (2**23 fp32 elements = 32 MiB).
+BOUNDARY_NUMEL = 1 << 23
+#: At most this many boundary variants per size integer, and independent-size variants in all.
+MAX_BOUNDARIES = 2
+MAX_INDEPENDENT = 4
+#: Only size integers at least this large get boundary variants (sequence lengths, widths).
+BOUNDARY_MIN = 64
 
 
 @dataclass
@@ -76,6 +105,31 @@ def heldout_size(n: int) -> int:
     if n <= 3:
         return 7
     return unaligned_size(max(6, (3 * n) // 4 + 1))
+
+
+def candidate_boundaries(candidate_source: str) -> list[int]:
+    """Size-like integer constants of a candidate: where its blocking changes.
+
+    Module-level integer assignments (``T_CHUNK = 65536``) and integer literals in the
+    candidate's code (``BLOCK_SIZE=1024``, ``max(16, 4096 // BLOCK_D)``) from 16 up to
+    2**20: block sizes, chunk lengths and thresholds a size must cross to leave the first
+    block. Read statically (``ast``): the candidate is untrusted and never imported here.
+
+    Args:
+        candidate_source: Python source of the candidate.
+
+    Returns:
+        Sorted distinct constants; empty when the source does not parse.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(candidate_source)
+    except SyntaxError:
+        return []
+    found = {n.value for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and type(n.value) is int and 16 <= n.value <= (1 << 20)}
+    return sorted(found)
 
 
 def _numel(inputs: list) -> int:
@@ -147,11 +201,69 @@ def _regime(inputs: list, fn: Callable[[torch.Tensor], torch.Tensor]) -> list:
     return [fn(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
-def generate_variants(module) -> list[Variant]:
+def _boundary_variants(module, names: list[str], boundaries: list[int]) -> list[Variant]:
+    """Each long size integer just above the candidate's constants that exceed it, the others shrunk.
+
+    Only integers of at least ``BOUNDARY_MIN`` (the axes a kernel blocks over; a batch of 2
+    is launched as a grid axis, never chunked) move, to just above the smallest and the largest
+    such constant whose inputs stay under ``BOUNDARY_NUMEL`` elements; the other integers
+    shrink to at most 4 so that the interpreter's cost, one program after another, stays low.
+    """
+    get = module.get_inputs
+    old = {n: getattr(module, n) for n in names}
+    out = []
+    for name in names:
+        if old[name] < BOUNDARY_MIN:
+            continue
+        fitting = []
+        for c in boundaries:
+            if c < old[name]:
+                continue
+            try:
+                for other in names:
+                    setattr(module, other, min(old[other], 4))
+                setattr(module, name, c + 1)
+                inputs = _seeded(get, 1)
+            except Exception:  # noqa: BLE001 - the reference does not accept these sizes: not a variant
+                continue
+            finally:
+                for n, v in old.items():
+                    setattr(module, n, v)
+            if _numel(inputs) <= BOUNDARY_NUMEL:
+                fitting.append((c + 1, inputs))
+        chosen = fitting if len(fitting) <= MAX_BOUNDARIES else [fitting[0], fitting[-1]]
+        others = ", ".join(f"{o} = {min(old[o], 4)}" for o in names if o != name)
+        for new, inputs in chosen:
+            out.append(Variant(f"boundary/{name}={new}/seed1", "search", 1,
+                               f"{name} = {new}, past the candidate's constant {new - 1}"
+                               + (f" ({others})" if others else "") + " under seed 1",
+                               inputs, meta={"global": name, "value": new, "boundary": new - 1}))
+    return out
+
+
+def _independent_variants(base: list) -> list[Variant]:
+    """A non-last dimension shared with another input, shrunk to a prime in one input only."""
+    out = []
+    tensors = [(i, x) for i, x in enumerate(base) if isinstance(x, torch.Tensor) and x.dim() >= 2]
+    for i, x in tensors:
+        for d, size in enumerate(x.shape[:-1]):
+            if size <= 3 or not any(size in y.shape for j, y in tensors if j != i):
+                continue
+            new = unaligned_size(size)
+            inputs = list(base)
+            inputs[i] = x.narrow(d, 0, new).clone()
+            out.append(Variant(f"independent/in{i}.dim{d}={new}/seed1", "search", 1,
+                               f"input {i}'s dimension {d} alone sliced from {size} to {new} under seed 1",
+                               inputs, meta={"input": i, "dim": d, "value": new, "independent": True}))
+    return out[:MAX_INDEPENDENT]
+
+
+def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Variant]:
     """Derive the suite's variants (inputs only) from a reference module.
 
     Args:
         module: the loaded reference (``get_inputs`` required).
+        boundaries: the candidate's size-like constants (``candidate_boundaries``).
 
     Returns:
         Variants in a stable order; ``expected`` is filled later by ``fill_expected``.
@@ -175,6 +287,7 @@ def generate_variants(module) -> list[Variant]:
                 out.append(Variant(f"size/{name}={new}/seed{seed}", split, seed,
                                    f"{name} = {new} (was {old}) under seed {seed}", inputs,
                                    meta={"global": name, "value": new}))
+        out += _boundary_variants(module, names, list(boundaries))
     else:
         sizes = sorted({s for x in base if isinstance(x, torch.Tensor) for s in x.shape if s > 3})
         for size in sizes:
@@ -184,11 +297,18 @@ def generate_variants(module) -> list[Variant]:
                 out.append(Variant(f"size/dim{size}->{new}", split, 1,
                                    f"every dimension of size {size} sliced to {new}",
                                    _shrink_dim(base, size, new), meta={"dim": size, "value": new}))
+    out += _independent_variants(base)
     for name, fn in REGIMES.items():
         out.append(Variant(f"regime/{name}/seed1", "search", 1, f"{name} values ({name} regime) under seed 1",
                            _regime(base, fn), meta={"regime": name}))
         out.append(Variant(f"regime/{name}/seed3", "heldout", 3, f"{name} values ({name} regime) under seed 3",
                            _regime(out[2].inputs, fn), meta={"regime": name}))
+    if any(isinstance(x, torch.Tensor) and x.dtype == torch.float32 for x in base):
+        for name, dt in DTYPES.items():
+            cast = lambda x, dt=dt: x.to(dt) if x.dtype == torch.float32 else x  # noqa: E731
+            for split, seed, src in (("search", 1, base), ("heldout", 3, out[2].inputs)):
+                out.append(Variant(f"dtype/{name}/seed{seed}", split, seed, f"fp32 inputs cast to {name} under seed {seed}",
+                                   _regime(src, cast), meta={"dtype": name}))
     if any(isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 2 for x in base):
         for (name, fn), split in zip(LAYOUTS.items(), ("search", "heldout")):
             out.append(Variant(f"layout/{name}/seed1", split, 1, f"non-contiguous ({name}) float inputs under seed 1",
@@ -234,13 +354,16 @@ def _run64(module, init_inputs: list, seed: int, inputs: list, perturb: float = 
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
-def conditioning(module, init_inputs: list, seed: int, inputs: list, out) -> tuple[bool, tuple | None]:
-    """Whether the variant is a fair test at the reference's precision, and a per-element slack.
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def conditioning(module, init_inputs: list, seed: int, inputs: list, out) -> tuple[bool, tuple | None, tuple | None]:
+    """Whether the variant is a fair test at the reference's precision, a per-element slack, and the fp64 oracle.
 
     Two checks against the comparison tolerance of the output's dtype:
 
-    - the fp32 (or fp16) reference agrees with the same reference in float64, within the
-      tolerance (LayerNorm of ``x - 100`` fails: its variance cancels);
+    - the fp32 reference agrees with the same reference in float64, within the tolerance
+      (LayerNorm of ``x - 100`` fails: its variance cancels);
     - the float64 reference moves by less than ``SENSITIVITY_FACTOR`` tolerances when every
       floating-point input is perturbed by a relative ``PERTURBATION`` (about 8 fp32 ulps).
       The rounding of a backward-stable fp32 kernel is equivalent to such a perturbation
@@ -251,9 +374,15 @@ def conditioning(module, init_inputs: list, seed: int, inputs: list, out) -> tup
     tolerance, it lets a kernel round differently from the reference where the exact function
     is sensitive (attention logits of inputs offset by 100), and is negligible elsewhere.
 
+    fp16/bf16 outputs are compared with the float64 oracle instead of the reduced-precision
+    reference (the "Correctness Illusion" study's fp64 fuzz oracle), with the reference's own
+    distance from it added to the slack: a kernel may be as far from the exact result as the
+    PyTorch reference is, plus the tolerance, and no further.
+
     Returns:
-        ``(keep, slack)``: slack is a tuple of float64 tensors (one per output), or None when
-        the reference cannot run in float64 (the variant is then kept without slack).
+        ``(keep, slack, oracle)``: slack and oracle are tuples of tensors (one per output, None
+        where not applicable), or None when the reference cannot run in float64 (the variant is
+        then kept without slack and compared with the reference output).
     """
     from tools.compare import compare_outputs, tolerance
 
@@ -262,21 +391,26 @@ def conditioning(module, init_inputs: list, seed: int, inputs: list, out) -> tup
         r64 = _run64(module, init_inputs, seed, inputs)
         p64 = _run64(module, init_inputs, seed, inputs, PERTURBATION)
     except Exception:  # noqa: BLE001 - a reference that cannot run in fp64 gives no verdict
-        return True, None
-    slack = []
+        return True, None, None
+    slack, oracle = [], []
     for o, a, b in zip(outs, r64, p64):
         if not isinstance(o, torch.Tensor) or not isinstance(a, torch.Tensor) or not o.is_floating_point() \
                 or a.shape != o.shape:
             slack.append(None)
+            oracle.append(None)
             continue
         tol = tolerance(o.dtype)
-        if not compare_outputs((o,), (a.to(o.dtype),), tol)[0].ok:
-            return False, None
+        low = o.dtype in LOW_PRECISION
+        if not low and not compare_outputs((o,), (a.to(o.dtype),), tol)[0].ok:
+            return False, None, None
         if not compare_outputs((b,), (a,), tuple(SENSITIVITY_FACTOR * t for t in tol))[0].ok:
-            return False, None
-        d = (b - a).abs()
-        slack.append(torch.nan_to_num(d, nan=0.0, posinf=0.0) * SLACK_FACTOR)
-    return True, tuple(slack)
+            return False, None, None
+        d = torch.nan_to_num((b - a).abs(), nan=0.0, posinf=0.0) * SLACK_FACTOR
+        if low:
+            d = d + torch.nan_to_num((o.double() - a).abs(), nan=0.0, posinf=0.0)
+        slack.append(d)
+        oracle.append(a.to(o.dtype) if low else None)
+    return True, tuple(slack), tuple(oracle)
 
 
 def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int = 42) -> list[Variant]:
@@ -310,9 +444,13 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
             continue
         if v.id != "default/seed1" and not _finite(out):
             continue
-        keep, slack = conditioning(module, init_inputs, seed, v.inputs, out)
+        keep, slack, oracle = conditioning(module, init_inputs, seed, v.inputs, out)
         if v.id != "default/seed1" and not keep:
             continue
+        if oracle and any(o is not None for o in oracle):
+            outs = out if isinstance(out, tuple) else (out,)
+            swapped = tuple(o if o is not None else x for o, x in zip(oracle, outs))
+            out = swapped if isinstance(out, tuple) else swapped[0]
         v.expected = out
         v.slack = slack
         kept.append(v)

@@ -10,6 +10,8 @@ Commands:
            happens in the parent, never here.
     compile  compile a candidate's recorded launches for GPU targets, in a process
            without the interpreter; write ``compile.json``.
+    probe  run a probe-instrumented candidate (``tools.probes``) on one variant on the
+           interpreter; write ``probes.json``.
 
 The backend's environment (``TRITON_INTERPRET=1`` for the interpreter) is set by the
 parent before this process starts, so it holds before triton is imported.
@@ -160,7 +162,7 @@ def cmd_suite(job: dict) -> int:
     try:
         init = list(ref.get_init_inputs()) if hasattr(ref, "get_init_inputs") else []
         try:
-            variants = generate_variants(ref)
+            variants = generate_variants(ref, job.get("boundaries", ()))
         except Exception as e:
             msg, _ = describe_exception(e, job["reference_path"])
             raise RuntimeError(f"get_inputs() fails: {msg}") from None
@@ -260,6 +262,36 @@ def cmd_eval(job: dict) -> int:
     return 0
 
 
+def cmd_probe(job: dict) -> int:
+    """Run an instrumented candidate (``tools.probes``) on one variant; write the probe records."""
+    import torch
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
+
+    from tools.probes import HOOK, make_hook
+    from tools.suite import clone_inputs
+
+    data = torch.load(job["inputs_path"], weights_only=False)
+    inputs = next(v["inputs"] for v in data["variants"] if v["id"] == job["variant_id"])
+    out_dir = job["out_dir"]
+    from tools.confine import confine
+    confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
+    records: list[dict] = []
+    result: dict = {"records": records, "error": None}
+    try:
+        mod = _load_module(job["candidate_path"], "nearmiss_probed")
+        setattr(mod, HOOK, make_hook(records, job.get("program_ids") or []))
+        torch.manual_seed(job.get("seed", 42))
+        model = mod.ModelNew(*data["init_inputs"])
+        with torch.no_grad():
+            model(*clone_inputs(inputs))
+    except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
+        result["error"], _ = describe_exception(e, job["candidate_path"])
+    _write_json(os.path.join(out_dir, "probes.json"), result)
+    return 0
+
+
 def cmd_compile(job: dict) -> int:
     """Compile a candidate's recorded launches for GPU targets (no interpreter in this process)."""
     from tools.gpu_compile import compile_all
@@ -279,11 +311,11 @@ def cmd_compile(job: dict) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``suite``, ``eval`` or ``compile`` with the job file given."""
+    """Dispatch ``suite``, ``eval``, ``compile`` or ``probe`` with the job file given."""
     cmd, job_path = argv[0], argv[1]
     with open(job_path) as f:
         job = json.load(f)
-    return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile}[cmd](job)
+    return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
 
 
 if __name__ == "__main__":
