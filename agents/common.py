@@ -46,6 +46,9 @@ def runner(state: dict) -> Runner:
         r = Runner(os.path.join(run_dir, "work"), state["reference_source"], select_backend(s.backend),
                    timeout_s=s.timeout, tolerance=s.tolerance)
         r.build_suite(state.get("candidate_source", ""))
+        splits = {v["id"]: v["split"] for v in state.get("suite") or []}
+        for v in r.variants:  # a resumed run keeps the splits triage fitted to the suite budget
+            v["split"] = splits.get(v["id"], v["split"])
         _RUNNERS[run_dir] = r
     return r
 

@@ -11,6 +11,7 @@ from tools.diagnostics import diagnose
 from tools.replay import replay_command
 from tools.report import write_file_atomic
 from tools.runner import SuiteError
+from tools.suite import fit_budget
 from tools.task import TaskError, validate_sources
 
 CLASSIFICATION = {"pass": "pass", "mismatch": "numerical mismatch", "timeout": "timeout",
@@ -38,6 +39,8 @@ def triage(state: dict) -> dict:
     for v in r.variants:
         v["replay"] = replay_command(run_dir, v["id"])
     ev = r.evaluate(state["candidate_source"], r.ids())
+    moved = fit_budget(r.variants, {v.variant_id: v.wall_s for v in ev.variants},
+                       {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)
     search = ev.subset(r.ids("search"))
     diag = diagnose(search if not search.passed else ev, r.variants)
     comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
@@ -57,7 +60,7 @@ def triage(state: dict) -> dict:
             "triage": {"status": status, "classification": classification, "eval": ev.model_dump(),
                        "summary": diag["summary"]},
             "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
-            "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s)}}
+            "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s), "moved_to_heldout": moved}}
 
 
 def _keep_sources(run_dir: str, state: dict) -> None:

@@ -26,6 +26,10 @@ class Settings:
     time_budget: float = field(default=1800.0, metadata={"description": "wall-clock seconds before abort"})
     token_budget: int = field(default=200_000, metadata={"description": "LLM tokens before abort"})
     timeout: float = field(default=60.0, metadata={"description": "seconds per sandboxed evaluation process"})
+    suite_budget: float = field(default=20.0, metadata={
+        "description": "seconds one search-suite evaluation may take, measured on the candidate at triage; the "
+                       "slowest passing search variants move to the held-out part (checked once, by the auditor) "
+                       "until it fits (0: no limit)"})
     screen_batch: int = field(default=12, metadata={"description": "patches screened per sandboxed process"})
     targets: str | None = field(default=None, metadata={
         "description": "GPU targets every launched kernel must compile for (sm_80,sm_90,gfx942; none to skip); "

@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--token-budget", type=int, default=None, help="LLM tokens before abort")
     p.add_argument("--time-budget", type=float, default=None, help="wall-clock seconds before abort (default 1800)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per sandboxed evaluation (default 60)")
+    p.add_argument("--suite-budget", type=float, default=None,
+                   help="seconds one search-suite evaluation may take; slower passing variants move to the "
+                        "held-out part (default 20; 0: no limit)")
     p.add_argument("--check", action="store_true", help="evaluate and audit the candidate as it is; no repair")
     p.add_argument("--json", action="store_true", help="print report.json on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -131,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
             "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
             "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
-            "targets": args.targets}.items() if v not in (None, False)})
+            "suite_budget": args.suite_budget,
+            "targets": args.targets}.items() if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 

@@ -138,7 +138,8 @@ class Runner:
                            "deny_read": deny_read}, f)
             res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
                              timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes,
-                             warm=self.backend.name == "interpreter")
+                             warm=self.backend.name == "interpreter",
+                             progress_path=os.path.join(d, "events.jsonl"))
             self.evaluations += 1
             new = _read_events(os.path.join(d, "events.jsonl"))[len(events):]
             events += new

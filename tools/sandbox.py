@@ -68,8 +68,40 @@ def _tail(path: str) -> str:
         return ""
 
 
+#: With a progress file, a process may run this many times its timeout in all, as long as it progresses.
+PROGRESS_CAP = 8
+
+
+def _progress_waiter(timeout_s: float, progress_path: str | None):
+    """A function ``slice() -> seconds to wait next, or 0 when the deadline has passed``.
+
+    Without a progress file the deadline is ``timeout_s`` after the start. With one, the
+    deadline moves to ``timeout_s`` after the file last grew (each finished variant writes an
+    event), up to ``PROGRESS_CAP * timeout_s`` in all: a slow suite of many variants finishes,
+    a hang in any one of them is still killed ``timeout_s`` after its last progress.
+    """
+    t0 = time.monotonic()
+    state = {"deadline": t0 + timeout_s, "size": -1}
+    hard = t0 + (PROGRESS_CAP * timeout_s if progress_path else timeout_s)
+
+    def next_slice() -> float:
+        now = time.monotonic()
+        if progress_path:
+            try:
+                size = os.path.getsize(progress_path)
+            except OSError:
+                size = -1
+            if size != state["size"]:
+                state["size"], state["deadline"] = size, now + timeout_s
+        left = min(state["deadline"], hard) - now
+        return max(0.0, min(left, 1.0))
+
+    return next_slice
+
+
 def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout_s: float,
-               memory_bytes: int | None = 16 << 30, file_bytes: int = 2 << 30, warm: bool = False) -> SandboxResult:
+               memory_bytes: int | None = 16 << 30, file_bytes: int = 2 << 30, warm: bool = False,
+               progress_path: str | None = None) -> SandboxResult:
     """Run ``python -m tools.worker ARGS`` sandboxed in ``workdir``.
 
     Args:
@@ -83,6 +115,8 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
         warm: fork the child from a warm worker (``tools.zygote``) that has imported torch and
             triton already, instead of starting a fresh interpreter; falls back to a fresh one
             if the warm worker is unavailable. Same limits, session and deadline either way.
+        progress_path: a file the child appends to as it progresses (``events.jsonl``); then
+            ``timeout_s`` is the longest time without progress (``_progress_waiter``).
 
     Returns:
         A ``SandboxResult``; never raises for anything the child does.
@@ -91,11 +125,12 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
     env = _base_env(workdir)
     env.update(env_extra)
     out_path, err_path = os.path.join(workdir, "stdout.txt"), os.path.join(workdir, "stderr.txt")
-    cpu_s = int(timeout_s * 2) + 10
+    cpu_s = int(timeout_s * (PROGRESS_CAP if progress_path else 1) * 2) + 10
     if warm and WARM_ENABLED:
         pool = WarmPool.get(env_extra)
         if pool is not None:
-            res = pool.run(args, workdir, env_extra, timeout_s, memory_bytes, cpu_s, file_bytes)
+            res = pool.run(args, workdir, env_extra, _progress_waiter(timeout_s, progress_path), memory_bytes, cpu_s,
+                           file_bytes)
             if res is not None:
                 return res
     t0 = time.monotonic()
@@ -106,10 +141,18 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
             preexec_fn=lambda: _limits(memory_bytes, cpu_s, file_bytes),
         )
         timed_out = False
+        waiter = _progress_waiter(timeout_s, progress_path)
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            while True:
+                left = waiter()
+                if left <= 0:
+                    timed_out = True
+                    break
+                try:
+                    proc.wait(timeout=left)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -212,8 +255,11 @@ class WarmPool:
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def run(self, args, workdir, env_extra, timeout_s, memory_bytes, cpu_s, file_bytes) -> SandboxResult | None:
-        """Fork one evaluation; None when the warm worker failed (the caller starts a fresh one)."""
+    def run(self, args, workdir, env_extra, waiter, memory_bytes, cpu_s, file_bytes) -> SandboxResult | None:
+        """Fork one evaluation; None when the warm worker failed (the caller starts a fresh one).
+
+        ``waiter`` is a ``_progress_waiter``: it says how long to wait next, 0 past the deadline.
+        """
         req = {"args": args, "workdir": workdir, "env": env_extra, "memory_bytes": memory_bytes, "cpu_s": cpu_s,
                "file_bytes": file_bytes}
         t0 = time.monotonic()
@@ -225,7 +271,14 @@ class WarmPool:
                 if not started or "pid" not in started:
                     raise OSError("no pid")
                 pid = started["pid"]
-                done = self._read(timeout_s)
+                done = None
+                while done is None:
+                    left = waiter()
+                    if left <= 0:
+                        break
+                    done = self._read(left)
+                    if done is None and self.proc.poll() is not None:
+                        raise OSError("the warm worker exited")
                 timed_out = done is None
                 try:
                     os.killpg(pid, signal.SIGKILL)  # the whole session: grandchildren too

@@ -455,3 +455,36 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
         v.slack = slack
         kept.append(v)
     return kept
+
+
+def fit_budget(variants: list[dict], walls: dict[str, float], passed: set[str], budget_s: float) -> list[str]:
+    """Move the slowest passing search variants to the held-out split until a search evaluation fits ``budget_s``.
+
+    The repair loop evaluates the search split over and over; the held-out split runs once,
+    in the integrity audit, so a variant moved there still guards every accepted repair.
+    Failing variants and the default inputs stay in the search split.
+
+    Args:
+        variants: suite metadata (``id``, ``split``), changed in place.
+        walls: seconds per variant measured on the candidate (its forward's wall time).
+        passed: ids of the variants the candidate passed.
+        budget_s: seconds one search evaluation may take (<= 0: no limit).
+
+    Returns:
+        The ids moved, slowest first.
+    """
+    search = [v for v in variants if v["split"] == "search"]
+    total = sum(walls.get(v["id"], 0.0) for v in search)
+    moved: list[str] = []
+    if budget_s <= 0 or total <= budget_s:
+        return moved
+    movable = sorted((v for v in search if v["id"] in passed and not v["id"].startswith("default/")),
+                     key=lambda v: -walls.get(v["id"], 0.0))
+    for v in movable:
+        if total <= budget_s:
+            break
+        v["split"] = "heldout"
+        v["moved_by_budget"] = True
+        total -= walls.get(v["id"], 0.0)
+        moved.append(v["id"])
+    return moved
