@@ -106,3 +106,71 @@ def test_probe_names_the_first_intermediate_holding_a_nan(tmp_path):
     assert hit is not None and hit["name"] == "y"
     mask = [rec for rec in res["records"] if rec["name"] == "mask" and rec["pid"] == [2, 0, 0]][0]
     assert mask["true"] == 3000 - 2 * 1024  # the tail block's live lanes
+
+
+SCALE_REF = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """y = x * weight, weight a learned (width,) vector."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width))
+
+    def forward(self, x):
+        return x * self.weight
+
+
+rows = 8
+width = 32
+
+
+def get_inputs():
+    return [torch.randn(rows, width)]
+
+
+def get_init_inputs():
+    return [width]
+'''
+
+SCALE_CAND = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, w_ptr, y_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(axis=0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    tl.store(y_ptr + row * n_cols + cols, x * w, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width))
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _scale_kernel[(x.shape[0],)](x, self.weight, y, x.shape[1], BLOCK_SIZE=triton.next_power_of_2(x.shape[1]))
+        return y
+'''
+
+
+def test_init_time_size_varies_through_get_init_inputs(tmp_path):
+    ref = _module(SCALE_REF)
+    vs = {v.id: v for v in fill_expected(ref, generate_variants(ref), [32])}
+    v = vs["size/width=31/seed1"]
+    assert v.init == [31] and list(v.inputs[0].shape) == [8, 31] and list(v.expected.shape) == [8, 31]
+    assert vs["default/seed1"].init is None
+    r = Runner(str(tmp_path), SCALE_REF, INTERPRETER, timeout_s=60)
+    r.build_suite(SCALE_CAND)
+    ev = r.evaluate(SCALE_CAND, ["default/seed1", "size/width=31/seed1"])
+    assert ev.status == "pass", ev.message

@@ -84,6 +84,7 @@ class Variant:
     numel: int = 0
     replay: str = ""
     meta: dict = field(default_factory=dict)
+    init: list | None = None  # constructor arguments when a size global changes them, else the task's
 
 
 def _is_prime(n: int) -> bool:
@@ -141,13 +142,26 @@ def _seeded(fn: Callable[[], list], seed: int) -> list:
     return list(fn())
 
 
+def _init_of(module, default: list | None) -> list | None:
+    """``get_init_inputs()`` as the module's globals now stand; None when it equals ``default``."""
+    fn = getattr(module, "get_init_inputs", None)
+    if fn is None:
+        return None
+    init = list(fn())
+    return None if repr(init) == repr(default) else init
+
+
 def _size_globals(module) -> list[str]:
-    """Module-level positive ints that ``get_inputs`` reads by name."""
-    code = module.get_inputs.__code__
-    names = set(code.co_names)
-    for const in code.co_consts:  # nested lambdas / comprehensions
-        if hasattr(const, "co_names"):
-            names |= set(const.co_names)
+    """Module-level positive ints that ``get_inputs`` or ``get_init_inputs`` reads by name."""
+    names: set[str] = set()
+    for fn in (module.get_inputs, getattr(module, "get_init_inputs", None)):
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        names |= set(code.co_names)
+        for const in code.co_consts:  # nested lambdas / comprehensions
+            if hasattr(const, "co_names"):
+                names |= set(const.co_names)
     out = []
     for name in sorted(names):
         v = getattr(module, name, None)
@@ -201,7 +215,7 @@ def _regime(inputs: list, fn: Callable[[torch.Tensor], torch.Tensor]) -> list:
     return [fn(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
-def _boundary_variants(module, names: list[str], boundaries: list[int]) -> list[Variant]:
+def _boundary_variants(module, names: list[str], boundaries: list[int], default_init: list) -> list[Variant]:
     """Each long size integer just above the candidate's constants that exceed it, the others shrunk.
 
     Only integers of at least ``BOUNDARY_MIN`` (the axes a kernel blocks over; a batch of 2
@@ -224,20 +238,21 @@ def _boundary_variants(module, names: list[str], boundaries: list[int]) -> list[
                     setattr(module, other, min(old[other], 4))
                 setattr(module, name, c + 1)
                 inputs = _seeded(get, 1)
+                init = _init_of(module, default_init)
             except Exception:  # noqa: BLE001 - the reference does not accept these sizes: not a variant
                 continue
             finally:
                 for n, v in old.items():
                     setattr(module, n, v)
             if _numel(inputs) <= BOUNDARY_NUMEL:
-                fitting.append((c + 1, inputs))
+                fitting.append((c + 1, inputs, init))
         chosen = fitting if len(fitting) <= MAX_BOUNDARIES else [fitting[0], fitting[-1]]
         others = ", ".join(f"{o} = {min(old[o], 4)}" for o in names if o != name)
-        for new, inputs in chosen:
+        for new, inputs, init in chosen:
             out.append(Variant(f"boundary/{name}={new}/seed1", "search", 1,
                                f"{name} = {new}, past the candidate's constant {new - 1}"
                                + (f" ({others})" if others else "") + " under seed 1",
-                               inputs, meta={"global": name, "value": new, "boundary": new - 1}))
+                               inputs, meta={"global": name, "value": new, "boundary": new - 1}, init=init))
     return out
 
 
@@ -269,6 +284,7 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
         Variants in a stable order; ``expected`` is filled later by ``fill_expected``.
     """
     get = module.get_inputs
+    default_init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
     out = [Variant(f"default/seed{s}", "heldout" if s == 3 else "search", s,
                    f"get_inputs() under seed {s}", _seeded(get, s)) for s in SEEDS]
     base = out[0].inputs
@@ -280,14 +296,16 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
                 setattr(module, name, new)
                 try:
                     inputs = _seeded(get, seed)
+                    init = _init_of(module, default_init)
                 except Exception:  # the reference does not accept this size: not a variant
                     continue
                 finally:
                     setattr(module, name, old)
                 out.append(Variant(f"size/{name}={new}/seed{seed}", split, seed,
-                                   f"{name} = {new} (was {old}) under seed {seed}", inputs,
-                                   meta={"global": name, "value": new}))
-        out += _boundary_variants(module, names, list(boundaries))
+                                   f"{name} = {new} (was {old}) under seed {seed}"
+                                   + (f", constructor arguments {init}" if init is not None else ""), inputs,
+                                   meta={"global": name, "value": new}, init=init))
+        out += _boundary_variants(module, names, list(boundaries), default_init)
     else:
         sizes = sorted({s for x in base if isinstance(x, torch.Tensor) for s in x.shape if s > 3})
         for size in sizes:
@@ -425,8 +443,14 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
     """
     kept = []
     for v in variants:
+        init = v.init if v.init is not None else init_inputs
         torch.manual_seed(seed)
-        model = module.Model(*init_inputs)
+        try:
+            model = module.Model(*init)
+        except Exception as e:  # noqa: BLE001 - the constructor refuses these sizes: not a variant
+            if v.id == "default/seed1":
+                raise RuntimeError(f"Model(*get_init_inputs()) raises {type(e).__name__}: {e}") from None
+            continue
         try:
             with torch.no_grad():
                 out = model(*clone_inputs(v.inputs))
@@ -444,7 +468,7 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
             continue
         if v.id != "default/seed1" and not _finite(out):
             continue
-        keep, slack, oracle = conditioning(module, init_inputs, seed, v.inputs, out)
+        keep, slack, oracle = conditioning(module, init, seed, v.inputs, out)
         if v.id != "default/seed1" and not keep:
             continue
         if oracle and any(o is not None for o in oracle):

@@ -172,10 +172,12 @@ def cmd_suite(job: dict) -> int:
     except Exception as e:
         _write_json(os.path.join(out_dir, "error.json"), {"error": str(e)})
         return 3
-    torch.save({"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs} for v in variants]},
+    torch.save({"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs, "init": v.init}
+                                                  for v in variants]},
                os.path.join(out_dir, "inputs.pt"))
     torch.save({v.id: {"out": v.expected, "slack": v.slack} for v in variants}, os.path.join(out_dir, "expected.pt"))
     meta = [{"id": v.id, "split": v.split, "seed": v.seed, "description": v.description, "numel": v.numel,
+             "init": repr(v.init) if v.init is not None else None,
              "meta": v.meta, "shapes": [list(x.shape) if isinstance(x, torch.Tensor) else repr(x) for x in v.inputs],
              "dtypes": [str(x.dtype).replace("torch.", "") if isinstance(x, torch.Tensor) else type(x).__name__
                         for x in v.inputs]} for v in variants]
@@ -203,6 +205,7 @@ def cmd_eval(job: dict) -> int:
     device = job.get("device", "cpu")
     data = torch.load(job["inputs_path"], weights_only=False)
     variants = {v["id"]: v["inputs"] for v in data["variants"]}
+    inits = {v["id"]: v.get("init") for v in data["variants"]}
     init = data["init_inputs"]
     counter = LaunchCounter()
     out_dir = job["out_dir"]
@@ -225,8 +228,22 @@ def cmd_eval(job: dict) -> int:
                 msg, line = describe_exception(e, path)
                 _emit(fh, event="cand_error", cand=k, status="compile_error", message=msg, line=line)
                 continue
+            models = {repr(init): model}
             for vid in job["variant_ids"]:
                 _emit(fh, event="start", cand=k, variant=vid)
+                vinit = inits.get(vid) if inits.get(vid) is not None else init
+                if repr(vinit) not in models:  # a size that the constructor takes (a LayerNorm's width)
+                    try:
+                        torch.manual_seed(job.get("seed", 42))
+                        models[repr(vinit)] = mod.ModelNew(*vinit)
+                        if hasattr(models[repr(vinit)], "to"):
+                            models[repr(vinit)] = models[repr(vinit)].to(device)
+                    except BaseException as e:  # noqa: BLE001
+                        msg, line = describe_exception(e, path)
+                        _emit(fh, event="done", cand=k, variant=vid, status="runtime_error", message=msg, line=line,
+                              launches=0, wall_s=0.0)
+                        continue
+                model_v = models[repr(vinit)]
                 inputs = clone_inputs([x.to(device) if isinstance(x, torch.Tensor) else x for x in variants[vid]])
                 snap = _snapshot(inputs)
                 before = counter.count
@@ -236,9 +253,9 @@ def cmd_eval(job: dict) -> int:
                     with torch.no_grad():
                         if guard is not None:
                             with guard:
-                                out = model(*inputs)
+                                out = model_v(*inputs)
                         else:
-                            out = model(*inputs)
+                            out = model_v(*inputs)
                     if device != "cpu":
                         torch.cuda.synchronize()
                 except BaseException as e:  # noqa: BLE001
@@ -273,7 +290,9 @@ def cmd_probe(job: dict) -> int:
     from tools.suite import clone_inputs
 
     data = torch.load(job["inputs_path"], weights_only=False)
-    inputs = next(v["inputs"] for v in data["variants"] if v["id"] == job["variant_id"])
+    chosen = next(v for v in data["variants"] if v["id"] == job["variant_id"])
+    inputs = chosen["inputs"]
+    init = chosen.get("init") if chosen.get("init") is not None else data["init_inputs"]
     out_dir = job["out_dir"]
     from tools.confine import confine
     confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
@@ -283,7 +302,7 @@ def cmd_probe(job: dict) -> int:
         mod = _load_module(job["candidate_path"], "nearmiss_probed")
         setattr(mod, HOOK, make_hook(records, job.get("program_ids") or []))
         torch.manual_seed(job.get("seed", 42))
-        model = mod.ModelNew(*data["init_inputs"])
+        model = mod.ModelNew(*init)
         with torch.no_grad():
             model(*clone_inputs(inputs))
     except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
