@@ -102,3 +102,13 @@ def test_stale_tail_on_the_flattened_output():
 def test_tiny_outputs_do_not_crash(shape):
     r = torch.ones(shape)
     assert isinstance(relations(r * 2, r, *TOL), list)
+
+
+def test_row_scaled_and_row_offset():
+    r = _ref(6, 40)
+    k = torch.linspace(0.5, 1.5, 6)[:, None]
+    assert "row_scaled" in names(r * k, r)
+    assert "row_offset" in names(r + k, r)
+    assert "row_scaled" not in names(r + k, r)
+    found = names(r * 1.1, r)  # one factor for all rows: scaled, not row_scaled
+    assert "scaled" in found and "row_scaled" not in found

@@ -27,6 +27,9 @@ RELATIONS = {
     "pairs_swapped": "adjacent element pairs of the last dimension are swapped (interleaved vs half-split pairing)",
     "halves_swapped": "the two halves of the last dimension are swapped (half-split rotation)",
     "stale_tail": "only elements past the last full block of a dimension are wrong (tail mask or grid)",
+    "row_scaled": "each row is the reference times its own factor (a per-row normaliser: variance, a norm, "
+                  "or a per-row value read as a scalar)",
+    "row_offset": "each row is the reference plus its own constant (a per-row log-sum-exp or max is wrong)",
 }
 
 #: A relation is named when the transformed reference matches at least this share of the
@@ -110,6 +113,19 @@ def relations(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
         halves = torch.cat([r[..., last // 2:], r[..., : last // 2]], dim=-1)
         if _share(_close(c, halves, atol, rtol), bad) >= MATCH_SHARE:
             out.append("halves_swapped")
+    if r.dim() >= 1 and r.shape[-1] >= 2 and not any(x.split(":")[0] in ("scaled", "constant_offset", "zeros",
+                                                                         "sign_flipped") for x in out):
+        rows_c, rows_r = c.reshape(-1, r.shape[-1]), r.reshape(-1, r.shape[-1])
+        den = (rows_r * rows_r).sum(-1)
+        k = torch.where(den > 0, (rows_c * rows_r).sum(-1) / den.clamp_min(1e-300), torch.ones_like(den))
+        if float(_close(rows_c, k[:, None] * rows_r, atol, rtol * 4).float().mean()) >= MATCH_SHARE \
+                and float((k - 1.0).abs().max()) > 10 * rtol:
+            out.append("row_scaled")
+        else:
+            off = (rows_c - rows_r).median(dim=-1).values
+            if float(_close(rows_c - off[:, None], rows_r, atol * 4, rtol * 4).float().mean()) >= MATCH_SHARE \
+                    and float(off.abs().max()) > atol:
+                out.append("row_offset")
     tail = stale_tail(bad, blocks)
     if tail:
         out.append(tail)
