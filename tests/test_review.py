@@ -104,9 +104,10 @@ def test_cli_review_on_stdin_edit_from_a_file_and_resume_a_waiting_review(tmp_pa
 
     mine = tmp_path / "mine.py"
     mine.write_text(fixture_text("vadd", "fixed.py").replace("BLOCK_SIZE=1024", "BLOCK_SIZE=256"))
-    p = _cli("--resume", str(out), "--json", stdin=f"what\ne\n{tmp_path / 'missing.py'}\ne\n{mine}\n")
+    p = _cli("--resume", str(out), "--json", "--quiet", stdin=f"what\ne\n{tmp_path / 'missing.py'}\ne\n{mine}\n")
     assert p.returncode == 0, p.stderr[-2000:]
     report = json.loads(p.stdout)
     assert report["status"] == "repaired" and [r["action"] for r in report["reviews"]] == ["edit"]
     assert (out / "repaired.py").read_text() == mine.read_text()
-    assert "answer a, r or e" in p.stderr and "cannot read" in p.stderr
+    assert "answer a, r or e" in p.stderr and "cannot read" in p.stderr  # --quiet keeps the review prompts
+    assert "judge" not in p.stderr and "auditor" not in p.stderr  # ... and drops the progress
