@@ -1,5 +1,8 @@
 """``langgraph dev`` serves the graph on a loopback port; langgraph-sdk runs it on a bundled near-miss.
 
+The run asks for review (``options.review``), so it also checks that the review interrupt
+reaches a server client as it does in Studio, and that resuming it with ``accept`` repairs.
+
 The server is the one LangGraph Studio talks to (the Studio page itself is remote and is not
 opened here). It runs from a temporary folder holding a copy of ``langgraph.json`` that points
 at this checkout, so its in-memory store (``.langgraph_api/``) and nothing else lands in tmp,
@@ -48,14 +51,20 @@ def _wait_ok(url: str, proc: subprocess.Popen, log, deadline_s: float) -> None:
 
 
 async def _run_on_server(url: str, inputs: dict) -> tuple[dict, dict]:
+    """Run with ``options.review``: the run pauses on the review interrupt (as Studio shows it), then accept."""
     client = langgraph_sdk.get_client(url=url)
     assistants = await client.assistants.search(graph_id="nearmiss")
     thread = await client.threads.create()
-    run = await client.runs.create(thread["thread_id"], "nearmiss", input=inputs)
-    await client.runs.join(thread["thread_id"], run["run_id"])
-    run = await client.runs.get(thread["thread_id"], run["run_id"])
-    state = await client.threads.get_state(thread["thread_id"])
-    return {"assistants": assistants, "run": run}, state["values"]
+    tid = thread["thread_id"]
+    first = await client.runs.create(tid, "nearmiss", input=inputs)
+    await client.runs.join(tid, first["run_id"])
+    paused = await client.threads.get_state(tid)
+    paused["thread_status"] = (await client.threads.get(tid))["status"]
+    second = await client.runs.create(tid, "nearmiss", command={"resume": "accept"})
+    await client.runs.join(tid, second["run_id"])
+    runs = [await client.runs.get(tid, r["run_id"]) for r in (first, second)]
+    state = await client.threads.get_state(tid)
+    return {"assistants": assistants, "runs": runs, "paused": paused}, state["values"]
 
 
 def test_langgraph_dev_runs_the_graph_through_the_sdk(tmp_path):
@@ -82,7 +91,7 @@ def test_langgraph_dev_runs_the_graph_through_the_sdk(tmp_path):
         out = tmp_path / "run"
         inputs = {"candidate_source": fixture_text("vadd", "candidate.py"),
                   "reference_source": fixture_text("vadd", "reference.py"), "name": "vadd",
-                  "options": {"targets": "none", "out": str(out)}}
+                  "options": {"targets": "none", "out": str(out), "review": True}}
         meta, values = asyncio.run(_run_on_server(url, inputs))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -93,10 +102,15 @@ def test_langgraph_dev_runs_the_graph_through_the_sdk(tmp_path):
             proc.wait()
         log.close()
     assert [a["graph_id"] for a in meta["assistants"]] == ["nearmiss"]
-    assert meta["run"]["status"] == "success", open(tmp_path / "server.log").read()[-3000:]
+    assert [r["status"] for r in meta["runs"]] == ["success", "success"], \
+        open(tmp_path / "server.log").read()[-3000:]
+    [question] = [i["value"] for t in meta["paused"]["tasks"] for i in t["interrupts"]]
+    assert meta["paused"]["next"] == ["hardware_runner"] and meta["paused"]["thread_status"] == "interrupted"
+    assert question["kind"] == "review_patch" and question["operator"] == "grid_ceil" and "triton.cdiv" in question["diff"]
     report = values["report"]
     assert report["status"] == "repaired" and report["schema"] == "nearmiss.report/1"
-    assert report["attempts"][-1]["operator"] == "grid_ceil"
+    assert [a["operator"] for a in report["attempts"]] == ["grid_ceil"]
+    assert [r["action"] for r in report["reviews"]] == ["accept"]
     assert "triton.cdiv(n" in values["repaired_source"]
     assert json.loads((out / "report.json").read_text())["status"] == "repaired"
     assert (out / "repaired.py").read_text() == values["repaired_source"]
