@@ -175,10 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             for mode, chunk in app.stream(stream_input, config, stream_mode=["updates", "custom"]):
-                if mode == "custom":
-                    _event(console, chunk, t0)
-                    continue
-                for node, update in chunk.items():
+                for node, update in (chunk.items() if mode == "updates" else [("", chunk)]):
                     if node == "__interrupt__" or (isinstance(update, dict) and (
                             update.get("error") or update.get("verdict") == "invalid_input")):
                         continue  # a review question (asked below), or invalid input: only the one-line error
@@ -186,8 +183,11 @@ def main(argv: list[str] | None = None) -> int:
                         console.print(f"[bold]nearmiss[/bold] {name} -> {run_dir}"
                                       + (" (resumed)" if args.resume else ""))
                         header = True
-                    _progress(console, node, update, t0)
-            questions = [i for task in app.get_state(config).tasks for i in task.interrupts]
+                    if mode == "custom":
+                        _event(console, update, t0)
+                    else:
+                        _progress(console, node, update, t0)
+            questions = [i for t in app.get_state(config).tasks for i in t.interrupts]
             if not questions:
                 break
             stream_input = Command(resume=ask(questions[0].value, reviewer, sys.stdin))
