@@ -113,3 +113,23 @@ def test_cli_review_on_stdin_edit_from_a_file_and_resume_a_waiting_review(tmp_pa
     assert (out / "repaired.py").read_text() == mine.read_text()
     assert "answer a, r or e" in p.stderr and "cannot read" in p.stderr  # --quiet keeps the review prompts
     assert "judge" not in p.stderr and "auditor" not in p.stderr  # ... and drops the progress
+
+
+def test_terminal_edit_opens_the_editor_on_a_temp_copy(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from graph.review import NoAnswer, ask
+
+    source = fixture_text("vadd", "fixed.py")
+    payload = {"attempt": 1, "operator": "grid_ceil", "description": "d", "diff": "-a\n+b\n", "source": source}
+    shown = io.StringIO()
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", "sed -i s/BLOCK_SIZE=1024/BLOCK_SIZE=128/")
+    decision = ask(payload, Console(file=shown, width=100), io.StringIO("maybe\ne\n"))
+    assert decision == {"action": "edit", "source": source.replace("BLOCK_SIZE=1024", "BLOCK_SIZE=128")}
+    assert "answer a, r or e" in shown.getvalue() and "+b" in shown.getvalue()
+    assert ask(payload, Console(file=io.StringIO()), io.StringIO("r\n")) == {"action": "reject"}
+    with pytest.raises(NoAnswer):
+        ask(payload, Console(file=io.StringIO()), io.StringIO(""))
