@@ -34,6 +34,20 @@ def make_run_dir(out: str | None, name: str) -> str:
     return os.path.abspath(path)
 
 
+def emit(node: str, message: str, **data) -> None:
+    """Send a progress event on the graph's ``custom`` stream (no-op outside a graph run).
+
+    Nodes report long inner steps this way instead of printing; the CLI shows them.
+    """
+    from langgraph.config import get_stream_writer
+
+    try:
+        write = get_stream_writer()
+    except RuntimeError:  # called outside a graph (a unit test calling the node directly)
+        return
+    write({"node": node, "message": message, **data})
+
+
 def runner(state: dict) -> Runner:
     """The ``Runner`` of this run, created (and its suite built) on first use in this process.
 

@@ -110,6 +110,7 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "targets": state.get("targets", []),
         "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
         "attempts": attempts,
+        "reviews": list(state.get("reviews", [])),
         "suite_variants": extra.get("suite_variants"),
         "suite": state.get("suite") or [],
         "startup_s": extra.get("startup_s"),

@@ -1,22 +1,38 @@
-"""Hardware runner: apply the pending patch to a working copy and run it on the search suite."""
+"""Hardware runner: apply the pending patch to a working copy and run it on the search suite.
+
+With ``options.review`` the patch is first shown to a reviewer (``agents.review``): accepted,
+edited (the edited source is run instead), or rejected (nothing runs; the patcher proposes
+the next untried edit).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 
-from agents.common import runner
+from agents.common import runner, settings, source_hash
+from agents.review import review_patch
 from tools.report import write_atomic
 
 
 def hardware_runner(state: dict) -> dict:
     """Evaluate the pending patch in the sandbox; write ``attempts/NN/``."""
     patch = state["pending_patch"]
+    update: dict = {}
+    if settings(state).review:  # first: a resumed node runs again from here
+        patch, record = review_patch(state, patch)
+        update["reviews"] = [record]
+        if patch is None:
+            return {**update, "pending_patch": None, "last_eval": None,
+                    "reason": f"the reviewer rejected {record['operator']}: {record['description']}"}
+        update["pending_patch"] = patch
+        if record["action"] == "edit":
+            update["tried"] = [source_hash(patch["source"])]
     r = runner(state)
     ev = r.evaluate(patch["source"], r.ids("search"))
     n = state.get("iterations", 0) + 1
     d = os.path.join(state["run_dir"], "attempts", f"{n:02d}")
     write_atomic(d, {"patch.diff": patch.get("diff", ""), "candidate.py": patch["source"],
                      "eval.json": json.dumps(ev.model_dump(), indent=1)})
-    return {"last_eval": {**ev.model_dump(), "source": patch["source"]}, "iterations": n,
+    return {**update, "last_eval": {**ev.model_dump(), "source": patch["source"]}, "iterations": n,
             "evaluations": r.evaluations, "audit": None}

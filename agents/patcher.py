@@ -9,7 +9,7 @@ lowers the error most. An LLM patcher plugs in here later (``settings.patcher``)
 
 from __future__ import annotations
 
-from agents.common import runner, settings, source_hash
+from agents.common import emit, runner, settings, source_hash
 from kb.retrieve import rank_patterns
 from tools.operators import propose
 from tools.records import EvalResult
@@ -43,6 +43,8 @@ def patcher(state: dict) -> dict:
             break
         batch = patches[i: i + s.screen_batch]
         before = r.evaluations
+        emit("patcher", f"screening edits {i + 1}-{i + len(batch)} of {len(patches)} on {target}",
+             first=i + 1, last=i + len(batch), total=len(patches))
         results = r.screen([p.source for p in batch], [target])
         budget_left -= r.evaluations - before
         for p, res in zip(batch, results):

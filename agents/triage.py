@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from agents.common import make_run_dir, runner, settings, targets
+from agents.common import emit, make_run_dir, runner, settings, targets
 from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
 from tools.diagnostics import diagnose
@@ -38,6 +38,7 @@ def triage(state: dict) -> dict:
     _keep_sources(run_dir, state)
     for v in r.variants:
         v["replay"] = replay_command(run_dir, v["id"])
+    emit("triage", f"suite of {len(r.variants)} variants built; running the candidate on all of them")
     ev = r.evaluate(state["candidate_source"], r.ids())
     moved = fit_budget(r.variants, {v.variant_id: v.wall_s for v in ev.variants},
                        {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)

@@ -42,8 +42,10 @@ def route_patcher(state: State) -> Literal["hardware_runner", "convergence_judge
     return "hardware_runner" if state.get("pending_patch") else "convergence_judge"
 
 
-def route_runner(state: State) -> Literal["integrity_auditor", "convergence_judge"]:
-    """Audit only a patch that passes the search suite."""
+def route_runner(state: State) -> Literal["integrity_auditor", "convergence_judge", "patcher"]:
+    """Audit only a patch that passes the search suite; a patch the reviewer rejected goes back to the patcher."""
+    if not state.get("pending_patch"):
+        return "patcher"
     return "integrity_auditor" if (state.get("last_eval") or {}).get("status") == "pass" else "convergence_judge"
 
 
@@ -74,7 +76,7 @@ def build_graph() -> StateGraph:
     # Phase 2: diagnosis, then one minimal edit.
     builder.add_edge("instrumentation_planner", "patcher")
     builder.add_conditional_edges("patcher", route_patcher)
-    # Phase 3: run the edit; audit it only if it passes the search suite.
+    # Phase 3: run the edit (after review, with options.review); audit it only if it passes the search suite.
     builder.add_conditional_edges("hardware_runner", route_runner)
     builder.add_edge("integrity_auditor", "convergence_judge")
     # Phase 4: accept, retry or abort.

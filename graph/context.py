@@ -34,6 +34,8 @@ class Settings:
     targets: str | None = field(default=None, metadata={
         "description": "GPU targets every launched kernel must compile for (sm_80,sm_90,gfx942; none to skip); "
                        "default: the local GPU, else sm_90"})
+    review: bool = field(default=False, metadata={
+        "description": "interrupt before each patch is applied, for a reviewer to accept, reject or edit it"})
     check: bool = field(default=False, metadata={"description": "evaluate and audit only, no repair"})
     out: str | None = field(default=None, metadata={"description": "run folder; default runs/<time>-<name>/"})
     atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})

@@ -45,6 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="seconds one search-suite evaluation may take; slower passing variants move to the "
                         "held-out part (default 20; 0: no limit)")
     p.add_argument("--check", action="store_true", help="evaluate and audit the candidate as it is; no repair")
+    p.add_argument("--review", action="store_true",
+                   help="show each patch before it is applied and ask accept / reject / edit on stdin")
     p.add_argument("--json", action="store_true", help="print report.json on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -76,7 +78,10 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
         else:
             console.print(f"{el} [bold]patcher[/bold] no edit left ({screened} screened)")
     elif node == "hardware_runner":
-        ev = update.get("last_eval", {})
+        if update.get("last_eval") is None:  # the reviewer rejected the patch
+            console.print(f"{el} [bold]runner[/bold]  not applied: {update.get('reason', '')}")
+            return
+        ev = update["last_eval"]
         bad = [v for v in ev.get("variants", []) if v["status"] != "pass"]
         errs = [e["max_abs_err"] for v in bad for e in v.get("errors", []) if not e["ok"]]
         worst = f", worst max abs err {max(errs):.3g}" if errs else ""
@@ -88,6 +93,12 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
         console.print(f"{el} [bold]auditor[/bold] {'clean' if a.get('passed') else 'REJECT: ' + ', '.join(errs)}")
     elif node == "convergence_judge":
         console.print(f"{el} [bold]judge[/bold]   {update.get('verdict') or update.get('route')}: {update.get('reason', '')}")
+
+
+def _event(console: Console, event, t0: float) -> None:
+    """One custom stream event (``get_stream_writer`` in a node): ``{"node", "message"}``."""
+    if isinstance(event, dict) and event.get("message"):
+        console.print(f"[dim]{time.monotonic() - t0:6.1f}s {event.get('node', '')}: {event['message']}[/dim]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
             "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
             "suite_budget": args.suite_budget,
-            "targets": args.targets}.items() if v is not None and v is not False})
+            "targets": args.targets, "review": args.review}.items() if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 
@@ -154,18 +165,36 @@ def main(argv: list[str] | None = None) -> int:
         config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
         stream_input = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
                         "name": task.name, "options": options, "run_dir": run_dir}
+    from langgraph.types import Command
+
+    from graph.review import NoAnswer, ask
+
     t0 = time.monotonic()
     header = False
+    reviewer = Console(stderr=True)  # review prompts show even with --quiet
     try:
-        for chunk in app.stream(stream_input, config, stream_mode="updates"):
-            for node, update in chunk.items():
-                if isinstance(update, dict) and (update.get("error") or update.get("verdict") == "invalid_input"):
-                    continue  # invalid input: only the one-line error below
-                if not header:
-                    console.print(f"[bold]nearmiss[/bold] {name} -> {run_dir}"
-                                  + (" (resumed)" if args.resume else ""))
-                    header = True
-                _progress(console, node, update, t0)
+        while True:
+            for mode, chunk in app.stream(stream_input, config, stream_mode=["updates", "custom"]):
+                for node, update in (chunk.items() if mode == "updates" else [("", chunk)]):
+                    if node == "__interrupt__" or (isinstance(update, dict) and (
+                            update.get("error") or update.get("verdict") == "invalid_input")):
+                        continue  # a review question (asked below), or invalid input: only the one-line error
+                    if not header:
+                        console.print(f"[bold]nearmiss[/bold] {name} -> {run_dir}"
+                                      + (" (resumed)" if args.resume else ""))
+                        header = True
+                    if mode == "custom":
+                        _event(console, update, t0)
+                    else:
+                        _progress(console, node, update, t0)
+            questions = [i for t in app.get_state(config).tasks for i in t.interrupts]
+            if not questions:
+                break
+            stream_input = Command(resume=ask(questions[0].value, reviewer, sys.stdin))
+    except NoAnswer:
+        print(f"error: --review: stdin closed while a patch waits for review; answer it with --resume {run_dir}",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"error: interrupted; the run folder {run_dir} keeps the finished attempts", file=sys.stderr)
         return 1

@@ -65,6 +65,8 @@ class State(InputState, OutputState, total=False):
     """Integrity audit of the last candidate that passed the search suite."""
     attempts: Annotated[list[dict], operator.add]
     """One record per applied patch: number, operator, description, diff, eval status, audit."""
+    reviews: Annotated[list[dict], operator.add]
+    """Reviewer decisions (``options.review``): attempt number, operator, description, action."""
     tried: Annotated[list[str], operator.add]
     """Hashes of patched sources already tried (never proposed again)."""
     exhausted: bool

@@ -1,0 +1,1 @@
+"""Examples of embedding nearmiss: a generation agent that repairs its near-misses with the debugger subgraph."""
