@@ -61,3 +61,15 @@ def test_fault_class_rules():
     assert fault_class(["value_regime_large"])["name"] == "fill_value"
     assert fault_class(["out_of_bounds", "unaligned_size"])["name"] == "mask_tail"
     assert fault_class(["fails_on_default"])["name"] == "unknown"
+
+
+def test_passing_at_a_power_of_two_and_failing_elsewhere_is_padded_lanes():
+    suite = SUITE + [{"id": "aligned/n=64/seed1", "numel": 64, "dtypes": ["float32"],
+                      "meta": {"global": "n", "value": 64, "aligned": True}}]
+    failing = {"default/seed1": [], "size/n=61/seed1": []}
+    vs = [VariantResult(variant_id=v["id"], status="mismatch" if v["id"] in failing else "pass", launches=1,
+                        errors=[TensorError(output_index=0, shape=[4], dtype="float32", ok=False)]
+                        if v["id"] in failing else [])
+          for v in suite]
+    d = diagnose(EvalResult(status="mismatch", variants=vs, backend="interpreter"), suite)
+    assert "aligned_passes" in d["symptoms"] and d["fault_class"]["name"] == "padded_lanes"

@@ -31,6 +31,7 @@ SYMPTOMS = {
     "out_of_bounds": "a kernel writes past the end of an output allocation (guard band)",
     "no_launch": "no Triton kernel launched",
     "dtype_float16": "wrong only with fp16 inputs",
+    "aligned_passes": "right when a size is a power of two, wrong otherwise: padded (masked-off) lanes enter the result",
 }
 # The localisation's relations (tools.localise) are symptoms too, under the same names.
 SYMPTOMS.update({k: v for k, v in RELATIONS.items()})
@@ -57,6 +58,13 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("precision", {"dtype_float16"}, None, "intermediate precision: fp16 accumulation or arithmetic"),
     ("precision", {"reduced_precision_inputs"}, {"value_regime_large", "nan_or_inf"},
      "an fp16 intermediate overflows or loses precision: accumulate in fp32"),
+    ("padded_lanes", {"aligned_passes"}, {"value_regime_negative", "value_regime_large", "value_regime_offset",
+                                          "row_offset", "nan_or_inf"},
+     "masked-off (padded) lanes enter the result through their fill value (0 where the reduction needs -inf), "
+     "or re-enter after a transform"),
+    ("padded_lanes", {"aligned_passes"}, None,
+     "masked-off (padded) lanes enter the result: a reduction or store over the whole block without the mask "
+     "(re-mask after centring, mask the store)"),
     ("fill_value", {"value_regime_negative", "value_regime_large", "value_regime_offset", "row_offset", "nan_or_inf"},
      None, "masked lanes are filled with a value that is not neutral for the reduction (0 instead of -inf), or "
            "re-enter after a transform"),
@@ -78,6 +86,8 @@ def _variant_kind(meta: dict) -> str:
         return "value_regime_" + m["regime"]
     if "layout" in m:
         return "noncontiguous"
+    if m.get("aligned"):
+        return "aligned_size"
     if "boundary" in m:
         return "past_block_boundary"
     if m.get("independent"):
@@ -128,6 +138,10 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
         if any(v.status == st for v in failing):
             add(st)
     kinds = {_variant_kind(meta[v.variant_id]) for v in failing if v.variant_id in meta}
+    aligned_ok = any(v.status == "pass" and _variant_kind(meta.get(v.variant_id, {})) == "aligned_size"
+                     for v in result.variants)
+    if aligned_ok and kinds - {"aligned_size", "past_block_boundary", "independent_sizes"}:
+        add("aligned_passes")
     if "default" in kinds:
         add("fails_on_default")
     if "default" not in kinds:  # when the default inputs fail, the other kinds' failures say nothing more

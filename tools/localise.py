@@ -113,7 +113,7 @@ def relations(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
         halves = torch.cat([r[..., last // 2:], r[..., : last // 2]], dim=-1)
         if _share(_close(c, halves, atol, rtol), bad) >= MATCH_SHARE:
             out.append("halves_swapped")
-    if r.dim() >= 1 and r.shape[-1] >= 2 and not any(x.split(":")[0] in ("scaled", "constant_offset", "zeros",
+    if r.dim() >= 2 and r.shape[-1] >= 2 and not any(x.split(":")[0] in ("scaled", "constant_offset", "zeros",
                                                                          "sign_flipped") for x in out):
         rows_c, rows_r = c.reshape(-1, r.shape[-1]), r.reshape(-1, r.shape[-1])
         den = (rows_r * rows_r).sum(-1)

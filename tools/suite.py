@@ -4,6 +4,9 @@ Runs inside the sandboxed reference process (``tools.worker suite``). From
 ``get_inputs()`` it derives:
 
 - the default inputs under seeds 1, 2, 3;
+- aligned variants: each such integer that is not a power of two moved to the power of two
+  below it; a candidate that passes there and fails elsewhere has a padded-lane fault (the
+  diagnosis' ``aligned_passes``);
 - size variants: every module-level integer that ``get_inputs`` reads (KernelBench
   problems size their inputs with such globals) moved to a size that breaks block
   alignment (a prime below it; 3 for sizes 1 and 2); without such globals, every tensor
@@ -292,7 +295,10 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
     if names:
         for name in names:
             old = getattr(module, name)
-            for split, new, seed in (("search", unaligned_size(old), 1), ("heldout", heldout_size(old), 3)):
+            plan = [("search", unaligned_size(old), 1, "size"), ("heldout", heldout_size(old), 3, "size")]
+            if old > 3 and old & (old - 1):  # not a power of two: also a block-aligned size below it
+                plan.append(("search", 1 << (old.bit_length() - 1), 1, "aligned"))
+            for split, new, seed, kind in plan:
                 setattr(module, name, new)
                 try:
                     inputs = _seeded(get, seed)
@@ -301,10 +307,12 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
                     continue
                 finally:
                     setattr(module, name, old)
-                out.append(Variant(f"size/{name}={new}/seed{seed}", split, seed,
-                                   f"{name} = {new} (was {old}) under seed {seed}"
+                out.append(Variant(f"{kind}/{name}={new}/seed{seed}", split, seed,
+                                   f"{name} = {new} (was {old}{'; a power of two' if kind == 'aligned' else ''}) "
+                                   f"under seed {seed}"
                                    + (f", constructor arguments {init}" if init is not None else ""), inputs,
-                                   meta={"global": name, "value": new}, init=init))
+                                   meta={"global": name, "value": new, **({"aligned": True} if kind == "aligned" else {})},
+                                   init=init))
         out += _boundary_variants(module, names, list(boundaries), default_init)
     else:
         sizes = sorted({s for x in base if isinstance(x, torch.Tensor) for s in x.shape if s > 3})
@@ -315,6 +323,11 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
                 out.append(Variant(f"size/dim{size}->{new}", split, 1,
                                    f"every dimension of size {size} sliced to {new}",
                                    _shrink_dim(base, size, new), meta={"dim": size, "value": new}))
+            if size & (size - 1):
+                new = 1 << (size.bit_length() - 1)
+                out.append(Variant(f"aligned/dim{size}->{new}", "search", 1,
+                                   f"every dimension of size {size} sliced to {new}, a power of two",
+                                   _shrink_dim(base, size, new), meta={"dim": size, "value": new, "aligned": True}))
     out += _independent_variants(base)
     for name, fn in REGIMES.items():
         out.append(Variant(f"regime/{name}/seed1", "search", 1, f"{name} values ({name} regime) under seed 1",
