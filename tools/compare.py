@@ -75,17 +75,22 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
     atol, rtol = tolerance(ref.dtype, override)
     c = cand.detach().to(torch.float64)
     r = ref.detach().to(torch.float64)
-    c_nan, r_nan = torch.isnan(c), torch.isnan(r)
-    c_inf, r_inf = torch.isinf(c), torch.isinf(r)
-    finite = ~(c_nan | r_nan | c_inf | r_inf)
-    diff = torch.zeros_like(r)
-    diff[finite] = (c[finite] - r[finite]).abs()
+    finite = torch.isfinite(c) & torch.isfinite(r)
+    all_finite = bool(finite.all())
+    diff = (c - r).abs()
+    if not all_finite:
+        diff = torch.where(finite, diff, torch.zeros_like(diff))
     allowed = atol + rtol * r.abs()
     if slack is not None and tuple(slack.shape) == tuple(r.shape):
         allowed = allowed + slack.to(torch.float64)
-    bad = (diff > allowed) & finite
-    bad |= c_nan != r_nan
-    bad |= (c_inf != r_inf) | (c_inf & r_inf & (torch.sign(c) != torch.sign(r)))
+    bad = diff > allowed
+    c_nan = r_nan = c_inf = r_inf = None
+    if not all_finite:  # NaN/Inf positions (and Inf signs) must match
+        c_nan, r_nan = torch.isnan(c), torch.isnan(r)
+        c_inf, r_inf = torch.isinf(c), torch.isinf(r)
+        bad &= finite
+        bad |= c_nan != r_nan
+        bad |= (c_inf != r_inf) | (c_inf & r_inf & (torch.sign(c) != torch.sign(r)))
     n = max(r.numel(), 1)
     rel = diff / (r.abs() + 1e-12)
     first = None
@@ -100,11 +105,12 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
     err = TensorError(
         ok=ok,
         max_abs_err=float(diff.max()) if diff.numel() else 0.0,
-        max_rel_err=float(rel[finite].max()) if finite.any() else 0.0,
+        max_rel_err=float(torch.where(finite, rel, torch.zeros_like(rel)).max()) if finite.any() else 0.0,
         mismatch_frac=float(bad.sum()) / n,
         first_bad_index=first,
-        nan_count=int(c_nan.sum()), inf_count=int(c_inf.sum()),
-        ref_nan_count=int(r_nan.sum()), ref_inf_count=int(r_inf.sum()),
+        nan_count=int(c_nan.sum()) if c_nan is not None else 0, inf_count=int(c_inf.sum()) if c_inf is not None else 0,
+        ref_nan_count=int(r_nan.sum()) if r_nan is not None else 0,
+        ref_inf_count=int(r_inf.sum()) if r_inf is not None else 0,
         bad_along_dims=_bad_along_dims(bad) if not ok and bad.dim() > 0 else [],
         relations=relations(c, r, atol, rtol, blocks) if not ok and r.is_floating_point() else [],
         **rec,
@@ -112,7 +118,7 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
     if not ok and not rec_msg:
         rec_msg = (f"output {index}: {err.mismatch_frac:.1%} of elements outside atol={atol:g} rtol={rtol:g}, "
                    f"max abs err {err.max_abs_err:.3g}, first bad index {first}")
-        if (c_nan != r_nan).any():
+        if c_nan is not None and (c_nan != r_nan).any():
             rec_msg += f", NaN positions differ ({err.nan_count} NaN vs {err.ref_nan_count} in reference)"
     err.message = rec_msg
     return err
