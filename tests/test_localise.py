@@ -112,3 +112,12 @@ def test_row_scaled_and_row_offset():
     assert "row_scaled" not in names(r + k, r)
     found = names(r * 1.1, r)  # one factor for all rows: scaled, not row_scaled
     assert "scaled" in found and "row_scaled" not in found
+
+
+def test_periodic_last_lane_of_every_block():
+    r = _ref(4, 256)
+    c = r.clone()
+    c[:, 63::64] += 1.0  # the last lane of each 64-wide block
+    found = relations(c, r, *TOL, blocks=[64])
+    assert any(f.startswith("periodic:dim=1,block=64,offsets=1") for f in found)
+    assert not any(f.startswith("periodic") for f in relations(c, r, *TOL))  # no block sizes, no period

@@ -50,6 +50,7 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("indexing", {"transposed"}, None, "row and column indices are swapped"),
     ("pairing", {"pairs_swapped", "halves_swapped"}, None,
      "elements are paired the wrong way (interleaved vs half-split)"),
+    ("indexing", {"periodic"}, None, "the same lanes of every block are wrong: a per-block index or mask offset"),
     ("alignment", {"independent_sizes"}, None, "the kernel assumes two inputs share a size (query vs key length: "
                                                "a causal mask aligned to the wrong corner) that the reference lets differ"),
     ("grid_or_chunk", {"past_block_boundary"}, None,

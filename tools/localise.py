@@ -30,6 +30,8 @@ RELATIONS = {
     "row_scaled": "each row is the reference times its own factor (a per-row normaliser: variance, a norm, "
                   "or a per-row value read as a scalar)",
     "row_offset": "each row is the reference plus its own constant (a per-row log-sum-exp or max is wrong)",
+    "periodic": "wrong elements recur at the same positions within every block of a dimension (a per-block "
+                "index or mask offset)",
 }
 
 #: A relation is named when the transformed reference matches at least this share of the
@@ -129,7 +131,36 @@ def relations(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
     tail = stale_tail(bad, blocks)
     if tail:
         out.append(tail)
+    else:
+        per = periodic(bad, blocks)
+        if per:
+            out.append(per)
     return out
+
+
+def periodic(bad: torch.Tensor, blocks: list[int] | tuple) -> str | None:
+    """``"periodic:dim=D,block=B,offsets=K"`` when bad elements span several blocks at few offsets within each.
+
+    Along each dimension (and the flattened tensor), the bad indices taken modulo a block size
+    ``B`` fall on at most ``B // 4`` distinct offsets while touching at least two blocks: the
+    same lanes of every block are wrong (the first or last lane of each block, say).
+
+    Returns:
+        The relation for the first dimension and largest block size that fit, or None.
+    """
+    if not bad.any():
+        return None
+    views = [(d, bad.movedim(d, -1).reshape(-1, bad.shape[d])) for d in range(bad.dim())]
+    views.append(("flat", bad.reshape(1, -1)))
+    for d, m in views:
+        cols = m.any(dim=0).nonzero().flatten()
+        n = m.shape[-1]
+        for b in sorted({int(x) for x in blocks if 4 <= int(x) < n}, reverse=True):
+            blocks_hit = torch.unique(cols // b).numel()
+            offsets = torch.unique(cols % b).numel()
+            if blocks_hit >= 2 and offsets <= b // 4 and bool(m.any(dim=0).sum() < n // 2):
+                return f"periodic:dim={d},block={b},offsets={offsets}"
+    return None
 
 
 def stale_tail(bad: torch.Tensor, blocks: list[int] | tuple) -> str | None:
