@@ -1,16 +1,20 @@
 """Convergence judge: accept, retry (re-diagnose or re-patch), revert to the best so far, or abort.
 
-Every decision carries a one-line reason that reaches the report. Guards: attempt cap
-(``max_iterations``), evaluation cap (``max_evaluations``), wall-clock budget
-(``time_budget``), and no untried patch left (a repeated patch is never re-applied:
-the patcher filters tried sources, so an exhausted search ends here).
+Every decision carries a one-line reason that reaches the report (``decisions``). Guards:
+attempt cap (``max_iterations``), evaluation cap (``max_evaluations``), wall-clock budget
+(``time_budget``), token budget (``token_budget``; the LLM patcher also refuses a call that
+would overrun it), no untried patch left (the patcher reports ``exhausted``), stagnation
+(the best error not improved in ``stagnation_k`` consecutive attempts), oscillation (a
+patch whose result equals the original or an earlier attempt's source, i.e. it undoes an
+earlier edit) and regression (a worse patch is dropped: the next one starts from the best
+so far).
 """
 
 from __future__ import annotations
 
 import time
 
-from agents.common import forget_runner, runner_stats, settings
+from agents.common import forget_runner, runner_stats, settings, source_hash
 from tools.records import EvalResult
 from tools.report import SCHEMA, write_run_folder
 from tools.source_edit import unified_diff
@@ -33,48 +37,81 @@ def convergence_judge(state: dict) -> dict:
     update: dict = {}
     patch = state.get("pending_patch")
     last = state.get("last_eval")
+    n = state.get("iterations", 0)
     if patch is not None and last is not None:
         ev = EvalResult(**{k: v for k, v in last.items() if k != "source"})
         best = EvalResult(**state["best_eval"])
-        record = {"n": state["iterations"], "operator": patch["operator"], "description": patch["description"],
+        record = {"n": n, "operator": patch["operator"], "description": patch["description"],
                   "line": patch.get("line"), "status": ev.status, "failing_variants": len(ev.failing()),
-                  "audit": "" if not audit else ("clean" if audit.get("passed") else "rejected")}
+                  "audit": "" if not audit else ("clean" if audit.get("passed") else "rejected"),
+                  "source_hash": source_hash(last["source"]), "diff": patch.get("diff", "")}
         update["attempts"] = [record]
         update["pending_patch"] = None
         update["last_eval"] = None
         if ev.passed and audit.get("passed"):
             return _finish(state, update, "repaired",
-                           f"attempt {record['n']} ({patch['operator']}) passes the search suite and the audit",
+                           f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
                            repaired=last["source"])
+        earlier = _earlier_source(state, record["source_hash"])
+        if earlier:
+            return _finish(state, update, "not_repaired",
+                           f"oscillation: attempt {n} returns the candidate to the source of {earlier} "
+                           "(it undoes an earlier edit)")
         if not ev.passed and _improves(ev.score(), best.score()):
             update["best_source"] = last["source"]
             update["best_eval"] = {k: v for k, v in last.items() if k != "source"}
+            update["since_best"] = 0
             update["route"] = "retry_plan"
-            update["reason"] = (f"attempt {record['n']} improves ({len(ev.failing())} failing variants, "
+            update["reason"] = (f"attempt {n} improves ({len(ev.failing())} failing variants, "
                                 f"was {len(best.failing())}): keep it and re-diagnose")
         else:
+            update["since_best"] = state.get("since_best", 0) + 1
             update["route"] = "retry_patch"
-            update["reason"] = (f"attempt {record['n']} " + ("fails the audit" if ev.passed else "does not improve")
-                                + ": revert to the best so far")
+            if ev.passed:
+                verdict = "fails the audit"
+            elif ev.score() > best.score():
+                verdict = (f"regresses ({len(ev.failing())} failing variants, best so far "
+                           f"{len(best.failing())})")
+            else:
+                verdict = "does not improve"
+            update["reason"] = f"attempt {n} {verdict}: revert to the best so far"
+            if update["since_best"] >= s.stagnation_k:
+                return _finish(state, update, "not_repaired",
+                               f"stagnation: the best error has not improved in {s.stagnation_k} consecutive "
+                               f"attempts (last: {update['reason']})")
     elif state.get("exhausted"):
         return _finish(state, update, "not_repaired", state.get("reason") or "no untried patch left")
 
-    it = state.get("iterations", 0)
-    if it >= s.max_iterations:
+    if n >= s.max_iterations:
         return _finish(state, update, "not_repaired", f"attempt cap reached ({s.max_iterations})")
     if state.get("evaluations", 0) >= s.max_evaluations:
         return _finish(state, update, "not_repaired",
                        f"evaluation cap reached ({s.max_evaluations} sandboxed processes)")
     if time.time() - state.get("started_at", time.time()) > s.time_budget:
         return _finish(state, update, "not_repaired", f"time budget spent ({s.time_budget:.0f} s)")
+    used = (state.get("tokens") or {}).get("total", 0)
+    if used >= s.token_budget:
+        return _finish(state, update, "not_repaired", f"token budget spent ({used} of {s.token_budget} tokens)")
     update.setdefault("route", "retry_patch")
+    update.setdefault("reason", "no patch was applied: ask the patcher again")
+    update["decisions"] = [{"n": n, "route": update["route"], "reason": update["reason"]}]
     return update
+
+
+def _earlier_source(state: dict, h: str) -> str | None:
+    """Which earlier version (``the original`` or ``attempt N``) has content hash ``h``, if any."""
+    if h == source_hash(state.get("candidate_source", "")):
+        return "the original"
+    return next((f"attempt {a['n']}" for a in state.get("attempts", []) if a.get("source_hash") == h), None)
 
 
 def _finish(state: dict, update: dict, status: str, reason: str, repaired: str | None = None) -> dict:
     state = {**state, **update, "attempts": list(state.get("attempts", [])) + list(update.get("attempts", []))}
     if status == "not_repaired" and any(a.get("audit") == "rejected" for a in state["attempts"]):
         status, reason = "rejected", reason + "; every patch that passed the search suite failed the integrity audit"
+    route = "accept" if status in ("repaired", "already_correct") else "abort"
+    state["decisions"] = list(state.get("decisions", [])) + [{"n": state.get("iterations", 0), "route": route,
+                                                              "reason": reason}]
     run_dir = state.get("run_dir")
     state["extra"] = {**(state.get("extra") or {}), **(runner_stats(run_dir) if run_dir else {})}
     report = build_report(state, status, reason, repaired)
@@ -82,8 +119,8 @@ def _finish(state: dict, update: dict, status: str, reason: str, repaired: str |
     if run_dir:
         write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
         forget_runner(run_dir)
-    return {**update, "verdict": status, "reason": reason, "route": "accept" if status in ("repaired", "already_correct")
-            else "abort", "report": report, "repaired_source": repaired}
+    return {**update, "verdict": status, "reason": reason, "route": route, "report": report,
+            "repaired_source": repaired, "decisions": [report["decisions"][-1]]}
 
 
 def build_report(state: dict, status: str, reason: str, repaired: str | None) -> dict:
@@ -111,6 +148,8 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
         "attempts": attempts,
         "reviews": list(state.get("reviews", [])),
+        "decisions": list(state.get("decisions", [])),
+        "llm": _llm_section(state),
         "suite_variants": extra.get("suite_variants"),
         "suite": state.get("suite") or [],
         "startup_s": extra.get("startup_s"),
@@ -118,6 +157,15 @@ def build_report(state: dict, status: str, reason: str, repaired: str | None) ->
         "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
         "error": state.get("error") or None,
     }
+
+
+def _llm_section(state: dict) -> dict | None:
+    """Endpoint and per-call token records of the LLM patcher, or None when it was never called."""
+    calls = list(state.get("llm_calls", []))
+    if not calls:
+        return None
+    s = settings(state)
+    return {"model": s.llm_model, "base_url": s.llm_base_url, "calls": calls}
 
 
 def _improves(new: tuple[int, float], old: tuple[int, float]) -> bool:

@@ -4,19 +4,35 @@ The offline engine ranks repair patterns from the knowledge base by the diagnosi
 symptoms, generates every single edit their operators allow on the best candidate so far,
 and screens them in ranked order on the smallest failing input (many per sandboxed
 process). The first edit that passes there is proposed; if none does, the one that
-lowers the error most. An LLM patcher plugs in here later (``settings.patcher``).
+lowers the error most. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
+(``agents.llm_patcher``), or ``auto`` (this one until it is exhausted, then the LLM).
 """
 
 from __future__ import annotations
 
 from agents.common import emit, runner, settings, source_hash
+from agents.llm_patcher import llm_patcher
 from kb.retrieve import rank_patterns
 from tools.operators import propose
 from tools.records import EvalResult
 
 
 def patcher(state: dict) -> dict:
-    """Choose the next patch (or None when no untried edit is left)."""
+    """Dispatch to the repair engine that ``--patcher`` names (``auto``: patterns, then the LLM once exhausted)."""
+    mode = settings(state).patcher
+    if mode == "llm" or (mode == "auto" and state.get("engine") == "llm"):
+        return llm_patcher(state)
+    update = offline_patcher(state)
+    if mode == "auto" and update.get("exhausted"):
+        llm = llm_patcher({**state, **update, "tried": list(state.get("tried", [])) + update.get("tried", [])})
+        llm["tried"] = update.get("tried", []) + llm.get("tried", [])
+        llm["evaluations"] = update.get("evaluations", state.get("evaluations", 0))
+        return llm
+    return update
+
+
+def offline_patcher(state: dict) -> dict:
+    """Choose the next patch with the offline engine (or None when no untried edit is left)."""
     s = settings(state)
     if (state.get("triage") or {}).get("status") == "timeout" and not state.get("iterations"):
         # Every screen of an edit of a hanging kernel would wait out its deadline; no operator fixes a hang.

@@ -37,9 +37,13 @@ def route_triage(state: State) -> Literal["integrity_auditor", "instrumentation_
     return "instrumentation_planner"
 
 
-def route_patcher(state: State) -> Literal["hardware_runner", "convergence_judge"]:
-    """Run the chosen patch, or let the judge end the run when no patch is left."""
-    return "hardware_runner" if state.get("pending_patch") else "convergence_judge"
+def route_patcher(state: State) -> Literal["hardware_runner", "instrumentation_planner", "convergence_judge"]:
+    """Run the chosen patch, probe when the LLM asked for a probe, or let the judge end the run."""
+    if state.get("pending_patch"):
+        return "hardware_runner"
+    if state.get("probe_request"):
+        return "instrumentation_planner"
+    return "convergence_judge"
 
 
 def route_runner(state: State) -> Literal["integrity_auditor", "convergence_judge", "patcher"]:
@@ -73,7 +77,7 @@ def build_graph() -> StateGraph:
     # Phase 1: triage classifies the candidate.
     builder.add_edge(START, "triage")
     builder.add_conditional_edges("triage", route_triage)
-    # Phase 2: diagnosis, then one minimal edit.
+    # Phase 2: diagnosis, then one minimal edit (or, from the LLM, a probe request back to the planner).
     builder.add_edge("instrumentation_planner", "patcher")
     builder.add_conditional_edges("patcher", route_patcher)
     # Phase 3: run the edit (after review, with options.review); audit it only if it passes the search suite.

@@ -20,11 +20,32 @@ class Settings:
     backend: str = field(default_factory=lambda: _env("NEARMISS_BACKEND", "auto"),
                          metadata={"description": "auto | interpreter | cuda | npu"})
     patcher: str = field(default_factory=lambda: _env("NEARMISS_PATCHER", "patterns"),
-                         metadata={"description": "patterns (offline repair engine); llm and auto come with the LLM patcher"})
+                         metadata={"description": "patterns (offline repair engine), llm (an OpenAI-compatible "
+                                                 "endpoint), or auto (patterns until exhausted, then llm)"})
     max_iterations: int = field(default=8, metadata={"description": "attempt cap: patches applied before abort"})
     max_evaluations: int = field(default=40, metadata={"description": "cap on sandboxed evaluation processes"})
     time_budget: float = field(default=1800.0, metadata={"description": "wall-clock seconds before abort"})
-    token_budget: int = field(default=200_000, metadata={"description": "LLM tokens before abort"})
+    token_budget: int = field(default=200_000, metadata={
+        "description": "LLM tokens (prompt + completion) for the run; a call whose estimated prompt plus "
+                       "llm_max_tokens would exceed what is left is refused and the run ends"})
+    stagnation_k: int = field(default=4, metadata={
+        "description": "abort when the best error has not improved in this many consecutive attempts; half the "
+                       "default attempt cap, so a run that stopped making progress gives back the rest of its "
+                       "budget (a heuristic, not a measured optimum)"})
+    llm_model: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_MODEL", None),
+                                  metadata={"description": "model name at the OpenAI-compatible endpoint"})
+    llm_base_url: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_BASE_URL", None),
+                                     metadata={"description": "OpenAI-compatible base URL, e.g. "
+                                                              "http://localhost:8000/v1 (vLLM)"})
+    llm_timeout: float = field(default_factory=lambda: _env("NEARMISS_LLM_TIMEOUT", 120.0),
+                               metadata={"description": "seconds per LLM HTTP request"})
+    llm_max_retries: int = field(default_factory=lambda: _env("NEARMISS_LLM_MAX_RETRIES", 2),
+                                 metadata={"description": "client retries on timeouts, 429 and 5xx"})
+    llm_max_tokens: int = field(default_factory=lambda: _env("NEARMISS_LLM_MAX_TOKENS", 2048),
+                                metadata={"description": "completion tokens per LLM call"})
+    llm_answers: int = field(default=3, metadata={
+        "description": "answers asked per patcher turn before giving up, each invalid one fed back with its error"})
+    llm_probes: int = field(default=2, metadata={"description": "probe requests granted per run"})
     timeout: float = field(default=60.0, metadata={"description": "seconds per sandboxed evaluation process"})
     suite_budget: float = field(default=20.0, metadata={
         "description": "seconds one search-suite evaluation may take, measured on the candidate at triage; the "

@@ -75,6 +75,8 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
         screened = len(update.get("tried", []))
         if p:
             console.print(f"{el} [bold]patcher[/bold] {p['operator']}: {p['description']}  (screened {screened})")
+        elif update.get("probe_request"):
+            console.print(f"{el} [bold]patcher[/bold] the LLM asks for a probe: {update['probe_request']}")
         else:
             console.print(f"{el} [bold]patcher[/bold] no edit left ({screened} screened)")
     elif node == "hardware_runner":
@@ -136,10 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         except TaskError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        if args.patcher in ("llm", "auto"):
-            print(f"error: --patcher {args.patcher}: the LLM patcher is not part of this build yet; use --patcher "
-                  "patterns", file=sys.stderr)
-            return 2
+        from graph.context import Settings
+        from tools.llm import LLMConfigError, config_from_env
+
+        if (args.patcher or Settings().patcher) in ("llm", "auto"):
+            try:
+                config_from_env()
+            except LLMConfigError as e:
+                print(f"error: --patcher {args.patcher or Settings().patcher}: {e}", file=sys.stderr)
+                return 2
         options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
         options.update({k: v for k, v in {
             "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,

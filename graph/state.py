@@ -71,6 +71,16 @@ class State(InputState, OutputState, total=False):
     """Hashes of patched sources already tried (never proposed again)."""
     exhausted: bool
     """True when the patcher found no untried edit that passes or improves."""
+    engine: str
+    """Repair engine in use: ``patterns`` or ``llm`` (``--patcher auto`` switches once patterns are exhausted)."""
+    llm_calls: Annotated[list[dict], operator.add]
+    """One record per LLM call: tokens (prompt, completion, total, usage source), seconds, outcome, error."""
+    llm_notes: Annotated[list[dict], operator.add]
+    """Rejected LLM answers and probes (``{"what", "outcome"}``), shown to the model in later prompts."""
+    decisions: Annotated[list[dict], operator.add]
+    """Every judge decision: attempt number, route (accept, retry_plan, retry_patch, abort) and reason."""
+    since_best: int
+    """Consecutive applied attempts that did not improve the best so far (stagnation guard)."""
     iterations: int
     """Patches applied so far."""
     evaluations: int
@@ -78,7 +88,8 @@ class State(InputState, OutputState, total=False):
     tokens: dict
     """LLM tokens used: ``{"prompt", "completion", "total"}`` (0 for the offline patcher)."""
     probe_request: dict | None
-    """Probes the patcher asked for (``tools.probes.ProbeRequest``); the planner runs them and clears it."""
+    """Probes the patcher asked for (``tools.probes.ProbeRequest``; the LLM patcher's probe answers); the
+    patcher routes to the planner, which runs them and clears it."""
     verdict: str
     """Final status once decided (``repaired``, ``not_repaired``...), empty while running."""
     reason: str

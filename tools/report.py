@@ -92,6 +92,13 @@ def render_markdown(report: dict, diff: str = "") -> str:
         for a in report["attempts"]:
             lines.append(f"| {a['n']} | {a['operator']} | {a['description']} | {a['status']} | {a.get('audit', '')} |")
         lines.append("")
+    llm = report.get("llm") or {}
+    if llm.get("calls"):
+        lines += ["## LLM calls", "", f"Model {llm.get('model')} at {llm.get('base_url')}", "",
+                  "| # | prompt | completion | total | usage from | outcome |", "|---|---|---|---|---|---|"]
+        lines += [f"| {c['n']} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} | "
+                  f"{c.get('total_tokens', 0)} | {c.get('usage_source', '')} | {c['outcome']} |" for c in llm["calls"]]
+        lines.append("")
     return "\n".join(lines)
 
 
