@@ -8,7 +8,8 @@ A block is::
     new lines
     >>>>>>> REPLACE
 
-Blocks apply in order, each to the result of the previous one; each SEARCH text must occur
+Blocks hold whole lines (the newline before ``=======`` belongs to SEARCH) and apply in order,
+each to the result of the previous one; each SEARCH text must occur
 exactly once in the source it applies to (an ambiguous or absent SEARCH is an error, never
 a guess). As a last resort an answer may hold a whole file in one fenced python block.
 """
