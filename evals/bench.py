@@ -1,6 +1,7 @@
 """Benchmark: run the debugger on every case of ``evals/cases`` and print Debug Pass@1.
 
-Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"] [--suite-only]``
+Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"] [--suite-only]
+[--patcher auto|patterns|llm] [--mode debug|regenerate] [--k 3]``
 
 With ``--suite-only`` it repairs nothing: per case it prints the suite size, the time to
 evaluate the candidate on it and the evaluation overhead (``evals.suite_timing``), and writes
@@ -10,7 +11,9 @@ Each case folder holds ``reference.py``, ``candidate.py`` and ``fixed.py`` (the 
 fix). Only the first two are copied into the task folder the product sees. Debug Pass@1
 is the fraction of cases whose run exits 0 with status ``repaired`` (one run per case: the
 offline engine is deterministic). Per case it prints status, attempts, evaluations and wall
-seconds, and writes ``evals/results/latest.json``.
+seconds, and writes ``evals/results/latest.json``. ``--mode regenerate`` adds the regenerate
+baseline (``evals.regenerate``): k fresh generations per case from the same model, compared
+with Debug Pass@1 and tokens per success in one markdown table and a PNG beside ``--out``.
 """
 
 from __future__ import annotations
@@ -72,7 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra", default="", help="arguments passed to graph.run")
     ap.add_argument("--out", default=None, help="result file (default evals/results/latest.json)")
     ap.add_argument("--suite-only", action="store_true", help="time the suite per case; repair nothing")
+    ap.add_argument("--mode", choices=["debug", "regenerate"], default="debug",
+                    help="regenerate: also k fresh generations per case from the same model, compared with debug")
+    ap.add_argument("--k", type=int, default=3, help="generations per case in --mode regenerate")
+    ap.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None, help="passed to graph.run")
     a = ap.parse_args(argv)
+    extra = a.extra.split() + (["--patcher", a.patcher] if a.patcher else [])
+    if not a.suite_only and (a.mode == "regenerate" or a.patcher in ("llm", "auto")):
+        from tools.llm import LLMConfigError, config_from_env
+
+        try:
+            config_from_env()
+        except LLMConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     names = sorted(d for d in os.listdir(a.cases) if os.path.isdir(os.path.join(a.cases, d)))
     if a.limit:
         names = names[: a.limit]
@@ -88,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     rows = []
     for name in names:
-        rows.append(run_case(os.path.join(a.cases, name), work, a.extra.split(), a.timeout))
+        rows.append(run_case(os.path.join(a.cases, name), work, extra, a.timeout))
         r = rows[-1]
         console.print(f"{name}: {r['status']} ({r['wall_s']} s)", style="dim")
     passed = sum(r["status"] == "repaired" and r["exit"] == 0 for r in rows)
@@ -106,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"Debug Pass@1 = {summary['pass_at_1']:.3f}; median wall {summary['median_wall_s']:.1f} s per case; "
                   f"median sandbox start-up {summary['median_startup_s']:.2f} s per process")
     _write(a.out, summary)
+    rc = 0
+    if a.mode == "regenerate":
+        from evals.regenerate import compare
+
+        rc = compare(a.cases, names, rows, work, a.k, a.extra.split(), a.timeout, a.out, a.patcher, console)
     shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return rc
 
 
 def _write(path: str, summary: dict) -> None:

@@ -1,0 +1,182 @@
+"""Regenerate baseline: ask the same model for a fresh ``ModelNew`` k times per case, beside Debug Pass@1.
+
+Each generation gets the reference and the failing candidate's error summary (from the
+debug run's triage), must answer with a whole file, and is evaluated with the project's
+own sandboxed runner and audit (``python -m graph.run TASK --check``: the same suite,
+held-out part and integrity checks as a repair). A generation succeeds when that exits 0
+(``already_correct``).
+
+Figures (per method, over cases):
+- Regenerate Pass@1: mean over cases of (successes / k), the unbiased estimator of
+  Chen et al. 2021 ("Evaluating Large Language Models Trained on Code", eq. 1) at n = k, k' = 1.
+- Regenerate Pass@k: fraction of cases with at least one success among the k (same estimator at k' = n).
+- tokens per success: all tokens the method spent (failures included) / successes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from agents.prompts import template
+from tools.llm import LLMCallError, call, config_from_env, make_chat_model
+from tools.llm_patch import regenerate_messages
+from tools.search_replace import whole_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def regenerate_case(case_dir: str, work: str, error: str, k: int, model, extra: list[str], timeout: float) -> dict:
+    """Generate and evaluate ``k`` fresh candidates for one case.
+
+    Returns:
+        ``{"case", "k", "successes", "tokens", "generations": [{"status", "tokens", "error"}]}``.
+    """
+    name = os.path.basename(case_dir.rstrip("/"))
+    with open(os.path.join(case_dir, "reference.py")) as f:
+        reference = f.read()
+    messages = regenerate_messages(template("regenerate_system"), template("regenerate_user"),
+                                   reference=reference, error=error)
+    gens = []
+    for i in range(k):
+        g = {"tokens": 0, "status": "no_answer", "error": ""}
+        try:
+            res = call(model, messages)
+        except LLMCallError as e:
+            g["error"] = str(e)
+            gens.append(g)
+            continue
+        g["tokens"] = res.total_tokens
+        source = whole_file(res.text)
+        if source is None:
+            g.update(status="no_file", error="the answer holds no python block defining ModelNew")
+            gens.append(g)
+            continue
+        task = os.path.join(work, f"regen-{name}-{i}")
+        os.makedirs(task)
+        shutil.copy(os.path.join(case_dir, "reference.py"), task)
+        with open(os.path.join(task, "candidate.py"), "w") as f:
+            f.write(source)
+        try:
+            p = subprocess.run([sys.executable, "-m", "graph.run", task, "--check", "--quiet", "--json",
+                                "--out", task + "-run", *extra], cwd=ROOT, capture_output=True, text=True,
+                               timeout=timeout)
+            rep = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
+            g["status"] = rep.get("status", "error") if p.returncode != 2 else "invalid_input"
+            g["exit"] = p.returncode
+            if p.returncode != 0:
+                g["error"] = (rep.get("reason") or p.stderr.strip()[-200:])[:200]
+        except subprocess.TimeoutExpired:
+            g["status"] = "timeout"
+        gens.append(g)
+    ok = sum(g["status"] == "already_correct" and g.get("exit") == 0 for g in gens)
+    return {"case": name, "k": k, "successes": ok, "tokens": sum(g["tokens"] for g in gens), "generations": gens}
+
+
+def summarise(debug_rows: list[dict], regen_rows: list[dict], k: int, patcher: str | None) -> dict:
+    """Debug Pass@1 and tokens per success beside Regenerate Pass@1 (mean over k), Pass@k and tokens per success."""
+    n = len(regen_rows) or 1
+    d_ok = sum(r["status"] == "repaired" and r["exit"] == 0 for r in debug_rows)
+    d_tok = sum(r.get("tokens") or 0 for r in debug_rows)
+    r_ok = sum(r["successes"] for r in regen_rows)
+    r_tok = sum(r["tokens"] for r in regen_rows)
+    return {
+        "k": k, "cases": len(regen_rows), "patcher": patcher or "patterns",
+        "debug": {"pass_at_1": d_ok / n, "successes": d_ok, "tokens": d_tok,
+                  "tokens_per_success": d_tok / d_ok if d_ok else None},
+        "regenerate": {"pass_at_1": sum(r["successes"] / r["k"] for r in regen_rows) / n,
+                       "pass_at_k": sum(r["successes"] > 0 for r in regen_rows) / n, "successes": r_ok,
+                       "tokens": r_tok, "tokens_per_success": r_tok / r_ok if r_ok else None},
+    }
+
+
+def markdown_table(s: dict) -> str:
+    """The comparison as one markdown table."""
+    def tps(x):
+        return "n/a (no success)" if x is None else f"{x:,.0f}"
+
+    d, r = s["debug"], s["regenerate"]
+    return "\n".join([
+        f"| method ({s['cases']} cases) | Pass@1 | Pass@{s['k']} | tokens | successes | tokens per success |",
+        "|---|---|---|---|---|---|",
+        f"| Debug (--patcher {s['patcher']}) | {d['pass_at_1']:.3f} | | {d['tokens']:,} | {d['successes']} | "
+        f"{tps(d['tokens_per_success'])} |",
+        f"| Regenerate (k={s['k']}) | {r['pass_at_1']:.3f} | {r['pass_at_k']:.3f} | {r['tokens']:,} | "
+        f"{r['successes']} | {tps(r['tokens_per_success'])} |",
+    ])
+
+
+def plot(s: dict, path: str) -> None:
+    """Bar charts of Pass@1 / Pass@k and tokens per success (PNG, matplotlib Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d, r = s["debug"], s["regenerate"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    labels = ["Debug Pass@1", "Regen Pass@1", f"Regen Pass@{s['k']}"]
+    a.bar(labels, [d["pass_at_1"], r["pass_at_1"], r["pass_at_k"]], color=["tab:green", "tab:gray", "tab:gray"])
+    a.set_ylim(0, 1)
+    a.set_title(f"Pass rate ({s['cases']} cases)")
+    tps = [d["tokens_per_success"] or 0, r["tokens_per_success"] or 0]
+    b.bar(["Debug", f"Regenerate (k={s['k']})"], tps, color=["tab:green", "tab:gray"])
+    b.set_title("Tokens per success (0: no success)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def compare(cases: str, names: list[str], debug_rows: list[dict], work: str, k: int, extra: list[str],
+            timeout: float, out_json: str, patcher: str | None, console) -> int:
+    """Run the regenerate baseline on ``names`` and print/write the comparison with the debug rows.
+
+    Writes ``<out>.md``, ``<out>.png`` and the figures into ``out_json`` (beside the debug rows).
+
+    Returns:
+        0, or 2 when the LLM endpoint is not configured (one line on stderr).
+    """
+    from tools.llm import LLMConfigError
+
+    try:
+        cfg = config_from_env(timeout_s=float(os.environ.get("NEARMISS_LLM_TIMEOUT", 120)),
+                              max_retries=int(os.environ.get("NEARMISS_LLM_MAX_RETRIES", 2)),
+                              max_tokens=int(os.environ.get("NEARMISS_LLM_MAX_TOKENS", 4096)))
+    except LLMConfigError as e:
+        print(f"error: --mode regenerate: {e}", file=sys.stderr)
+        return 2
+    model = make_chat_model(cfg)
+    regen = []
+    for name, row in zip(names, debug_rows):
+        error = _error_summary(os.path.join(work, "out-" + name, "report.json"))
+        regen.append(regenerate_case(os.path.join(cases, name), work, error, k, model, extra, timeout))
+        console.print(f"{name}: regenerate {regen[-1]['successes']}/{k}", style="dim")
+    s = summarise(debug_rows, regen, k, patcher)
+    table = markdown_table(s)
+    print(table)
+    stem = os.path.splitext(out_json)[0]
+    with open(stem + ".md", "w") as f:
+        f.write(table + "\n")
+    plot(s, stem + ".png")
+    with open(out_json) as f:
+        data = json.load(f)
+    data.update(compare=s, regenerate_rows=regen, model=cfg.model)
+    with open(out_json, "w") as f:
+        json.dump(data, f, indent=1)
+    console.print(f"wrote {stem}.md, {stem}.png", style="dim")
+    return 0
+
+
+def _error_summary(report_path: str) -> str:
+    """The failing candidate's triage summary and findings from a debug run's report (empty if none)."""
+    try:
+        with open(report_path) as f:
+            rep = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    tri = rep.get("triage") or {}
+    findings = (rep.get("diagnosis") or {}).get("findings", [])[:6]
+    return "\n".join([f"{tri.get('classification', '')}: {tri.get('summary', '')}"] + [f"- {x}" for x in findings])
