@@ -33,7 +33,7 @@ def test_several_blocks_apply_in_order():
     (block("        return y", "        return (y"), "does not parse"),
     ("no edit here", "no SEARCH/REPLACE block"),
     (block("        return y", "        return y"), "changes nothing"),
-    ('```json\n{"probe": {"values": "x"}}\n```', "malformed probe request"),
+    ('```json\n{"probe": {"names": "x"}}\n```', "malformed probe request"),
 ])
 def test_invalid_answers_are_refused_with_a_reason(text, msg):
     with pytest.raises(AnswerError, match=msg):
@@ -44,8 +44,8 @@ def test_whole_file_is_the_last_resort_and_a_probe_is_recognised():
     new = SRC.replace("x + 1\n        return", "x + 3\n        return")
     ans = parse_answer(f"Here:\n```python\n{new}```\n", SRC)
     assert ans.kind == "patch" and ans.patch["source"] == new and "(whole file)" in ans.patch["description"]
-    ans = parse_answer('{"probe": {"kernel": "k", "values": ["acc"], "program_ids": [0, 1]}}', SRC)
-    assert ans.kind == "probe" and ans.probe["values"] == ["acc"] and ans.probe["program_ids"] == [0, 1]
+    ans = parse_answer('{"probe": {"kernel": "k", "names": ["acc"], "program_ids": [[0, 1, 0]]}}', SRC)
+    assert ans.kind == "probe" and ans.probe["names"] == ["acc"] and ans.probe["program_ids"] == [[0, 1, 0]]
 
 
 def test_blocks_and_line_numbers():

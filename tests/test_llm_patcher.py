@@ -43,6 +43,7 @@ def task(tmp_path):
 
 
 def run(server, tmp_path, *args, timeout_s="30"):
+    """Run the CLI on the quickgelu task against ``server``; return (process, report, run folder)."""
     d = task(tmp_path)
     original = (d / "candidate.py").read_text()
     env = {**os.environ, "NEARMISS_LLM_MODEL": "scripted-coder", "NEARMISS_LLM_BASE_URL": server.url,
@@ -84,7 +85,7 @@ def test_auto_falls_back_to_the_llm_which_repairs_what_patterns_cannot(server, t
     assert "13 |     y = x * tl.sigmoid(x)" in first and "torch.sigmoid(1.702 * x)" in first
     assert report["diagnosis"]["smallest_failing"] in first and "## Repair patterns" in first
     second = "\n".join(m["content"] for m in server.requests[1]["messages"])
-    assert "probe request" in second
+    assert "probe request" in second and "probe _quick_gelu_kernel line 13 `y` over 1 programs: min" in second
     assert server.requests[0]["model"] == "scripted-coder" and not server.requests[0].get("stream")
 
 
@@ -93,7 +94,7 @@ def test_auto_falls_back_to_the_llm_which_repairs_what_patterns_cannot(server, t
 def test_invalid_answers_are_fed_back_then_the_run_ends(server, tmp_path, answer, expect):
     scripted = [usage(1500 + i, 40 + i) for i in range(3)]
     server.script = [{"content": answer, "usage": u} for u in scripted]
-    p, report, _ = run(server, tmp_path, "--patcher", "llm")
+    p, report, _ = run(server, tmp_path, "--patcher", "llm", "--targets", "none")
     assert p.returncode == 1, p.stderr[-2000:]
     assert report["status"] == "not_repaired" and report["iterations"] == 0
     assert "no valid LLM edit in 3 answers" in report["reason"] and expect in report["reason"]
@@ -106,7 +107,7 @@ def test_invalid_answers_are_fed_back_then_the_run_ends(server, tmp_path, answer
                                                    ({"status": 500}, "30", "HTTP 500")])
 def test_endpoint_failure_ends_the_run_with_its_reason(server, tmp_path, step, timeout_s, expect):
     server.script = [step]
-    p, report, out = run(server, tmp_path, "--patcher", "llm", timeout_s=timeout_s)
+    p, report, out = run(server, tmp_path, "--patcher", "llm", "--targets", "none", timeout_s=timeout_s)
     assert p.returncode == 1, p.stderr[-2000:]
     assert report["status"] == "not_repaired" and expect in report["reason"]
     assert report["tokens"] == {"prompt": 0, "completion": 0, "total": 0}
@@ -118,7 +119,7 @@ def test_token_budget_refuses_the_call_that_would_overrun(server, tmp_path):
     # The first call fits; the server reports it used almost all of the budget; the second is refused.
     scripted = [usage(9000, 500)]
     server.script = [{"content": MALFORMED, "usage": scripted[0]}, {"content": FIX, "usage": usage(1, 1)}]
-    p, report, _ = run(server, tmp_path, "--patcher", "llm", "--token-budget", "12000")
+    p, report, _ = run(server, tmp_path, "--patcher", "llm", "--token-budget", "12000", "--targets", "none")
     assert p.returncode == 1, p.stderr[-2000:]
     assert report["status"] == "not_repaired" and report["reason"].startswith("token budget:")
     assert "2500 of 12000 are left" in report["reason"]

@@ -57,6 +57,12 @@ def describe_diagnosis(diagnosis: dict) -> str:
         out.append(f"- likely fault class: {fc['name']}: {fc.get('reading', '')}")
     out += [f"- localisation: {x.get('name')}: {x.get('detail', '')}" for x in diagnosis.get("localisation", [])[:6]]
     out += [f"- {f}" for f in diagnosis.get("findings", [])[:12]]
+    probes = diagnosis.get("probes") or {}
+    for site in (probes.get("sites") or [])[:20]:
+        vals = ", ".join(f"{k} {site[k]:.4g}" for k in ("min", "max") if isinstance(site.get(k), (int, float)))
+        out.append(f"- probe {site.get('kernel')} line {site.get('line')} `{site.get('name')}` over "
+                   f"{site.get('programs')} programs: {vals or 'no numeric value'}"
+                   + (f", {site['nan']} NaN" if site.get("nan") else ""))
     return "\n".join(out)
 
 
