@@ -73,3 +73,7 @@ def test_passing_at_a_power_of_two_and_failing_elsewhere_is_padded_lanes():
           for v in suite]
     d = diagnose(EvalResult(status="mismatch", variants=vs, backend="interpreter"), suite)
     assert "aligned_passes" in d["symptoms"] and d["fault_class"]["name"] == "padded_lanes"
+
+
+def test_first_row_right_and_others_scaled_is_a_scalar_read_of_a_per_row_value():
+    assert fault_class(["fails_on_default", "row_scaled", "first_row_ok"])["name"] == "indexing"

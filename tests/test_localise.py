@@ -121,3 +121,14 @@ def test_periodic_last_lane_of_every_block():
     found = relations(c, r, *TOL, blocks=[64])
     assert any(f.startswith("periodic:dim=1,block=64,offsets=1") for f in found)
     assert not any(f.startswith("periodic") for f in relations(c, r, *TOL))  # no block sizes, no period
+
+
+def test_scattered_bad_columns_are_not_periodic_and_small_noise_is_no_offset():
+    torch.manual_seed(3)
+    r = _ref(4, 512)
+    c = r.clone()
+    cols = torch.randperm(512)[:40]
+    c[:, cols] += 1.0
+    assert not any(f.startswith("periodic") for f in relations(c, r, *TOL, blocks=[128]))
+    noisy = r + 2e-4 * torch.randn_like(r)  # just outside tolerance, no structure
+    assert not any(f.startswith(("constant_offset", "scaled")) for f in relations(noisy, r, *TOL))

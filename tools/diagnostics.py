@@ -71,6 +71,8 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
            "re-enter after a transform"),
     ("mask_tail", {"stale_tail", "tail_only", "unaligned_size"}, None,
      "a mask or the lanes past the last full block are wrong (padded lanes enter a result)"),
+    ("indexing", {"row_scaled"}, {"first_row_ok"}, "a per-row value (a weight, a grad_output) is read as a scalar: "
+                                                   "row 0 is right, every other row is scaled"),
     ("normaliser", {"scaled", "constant_offset", "row_scaled"}, None,
      "a normaliser or factor is wrong: padded lanes in a mean or variance, N vs BLOCK_SIZE, eps, or a per-row "
      "value read as a scalar"),

@@ -84,10 +84,10 @@ def relations(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
     denom = float((r * r).sum())
     if denom > 0 and "zeros" not in out and "sign_flipped" not in out:
         k = float((c * r).sum()) / denom
-        if abs(k - 1.0) > 10 * rtol and abs(k) > 1e-6 and float(_close(c, k * r, atol, rtol * 4).float().mean()) >= MATCH_SHARE:
+        if abs(k - 1.0) > 10 * rtol and abs(k) > 1e-6 and _share(_close(c, k * r, atol, rtol), bad) >= MATCH_SHARE:
             out.append(f"scaled:{k:.4g}")
     off = float((c - r)[bad].median())
-    if "zeros" not in out and abs(off) > atol and float(_close(c - off, r, atol * 4, rtol * 4).float().mean()) >= MATCH_SHARE:
+    if "zeros" not in out and abs(off) > 10 * atol and _share(_close(c - off, r, atol, rtol), bad) >= MATCH_SHARE:
         out.append(f"constant_offset:{off:+.4g}")
     if r.dim() >= 2 and r.shape[-1] == r.shape[-2] and r.shape[-1] > 1:
         if float(_close(c, r.transpose(-1, -2), atol, rtol).float().mean()) >= MATCH_SHARE:
@@ -141,9 +141,10 @@ def relations(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
 def periodic(bad: torch.Tensor, blocks: list[int] | tuple) -> str | None:
     """``"periodic:dim=D,block=B,offsets=K"`` when bad elements span several blocks at few offsets within each.
 
-    Along each dimension (and the flattened tensor), the bad indices taken modulo a block size
-    ``B`` fall on at most ``B // 4`` distinct offsets while touching at least two blocks: the
-    same lanes of every block are wrong (the first or last lane of each block, say).
+    Along each dimension (and the flattened tensor), the bad indices of the whole blocks taken
+    modulo a block size ``B`` fall on at most ``B // 8`` distinct offsets, and every one of them
+    is wrong in every whole block (at least two): the same lanes of every block are wrong (the
+    first or last lane of each block, say), not scattered columns.
 
     Returns:
         The relation for the first dimension and largest block size that fit, or None.
@@ -156,10 +157,15 @@ def periodic(bad: torch.Tensor, blocks: list[int] | tuple) -> str | None:
         cols = m.any(dim=0).nonzero().flatten()
         n = m.shape[-1]
         for b in sorted({int(x) for x in blocks if 4 <= int(x) < n}, reverse=True):
-            blocks_hit = torch.unique(cols // b).numel()
-            offsets = torch.unique(cols % b).numel()
-            if blocks_hit >= 2 and offsets <= b // 4 and bool(m.any(dim=0).sum() < n // 2):
-                return f"periodic:dim={d},block={b},offsets={offsets}"
+            full = cols[cols < (n // b) * b]  # whole blocks only: a tail block may hold fewer lanes
+            if full.numel() == 0:
+                continue
+            offs, per_off = torch.unique(full % b, return_counts=True)
+            blocks_hit = torch.unique(full // b).numel()
+            # the same few lanes in every whole block: each offset recurs in (nearly) every block
+            if blocks_hit >= 2 and offs.numel() <= max(1, b // 8) and bool((per_off >= blocks_hit).all()) \
+                    and blocks_hit == n // b:
+                return f"periodic:dim={d},block={b},offsets={offs.numel()}"
     return None
 
 
