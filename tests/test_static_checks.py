@@ -96,3 +96,12 @@ def test_fp16_cast_is_a_downgrade_only_against_an_fp32_reference():
     fp16_ref = fp32_ref + "def get_inputs():\n    return [torch.randn(8).half()]\n"
     assert "precision_downgrade" in [f.check for f in run_static_checks(src, fp32_ref)]
     assert "precision_downgrade" not in [f.check for f in run_static_checks(src, fp16_ref)]
+
+
+def test_parameters_built_in_init_and_rank_tests_are_honest():
+    src = HONEST.replace("        super().__init__()\n",
+                         "        super().__init__()\n        self.w = nn.Parameter(torch.randn(4))\n"
+                         "        self.cfg = {}\n        self.cfg['BLOCK'] = 1024\n", 1)
+    src = src.replace("        x = x.contiguous().float()", "        assert len(x.shape) == 1\n        x = x.contiguous().float()\n"
+                      "        if x.dim() == 2:\n            x = x.reshape(-1)")
+    assert run_static_checks(src) == []

@@ -177,18 +177,20 @@ def _shape_names(scope: list[ast.AST]) -> set[str]:
 
 
 def _mentions_shape(node: ast.AST, names: set[str]) -> bool:
-    for x in ast.walk(node):
-        if isinstance(x, ast.Attribute) and x.attr in ("shape",):
-            return True
-        if isinstance(x, ast.Call):
-            f = x.func
-            if isinstance(f, ast.Attribute) and f.attr in ("size", "numel"):
-                return True
-            if isinstance(f, ast.Name) and f.id == "len":
-                return True
-        if isinstance(x, ast.Name) and x.id in names:
-            return True
-    return False
+    """True when an expression reads a size: ``.shape``, ``.size()``, ``.numel()``, ``len(t)`` or a size name.
+
+    The rank (``len(x.shape)``, ``.ndim``, ``.dim()``) is not a size.
+    """
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        arg = node.args[0] if node.args else None
+        return not (isinstance(arg, ast.Attribute) and arg.attr == "shape")
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "numel"):
+        return True
+    if isinstance(node, ast.Name) and node.id in names:
+        return True
+    return any(_mentions_shape(x, names) for x in ast.iter_child_nodes(node))
 
 
 def parse_candidate(source: str, reference_source: str | None = None) -> CandidateAST:
@@ -275,6 +277,8 @@ def _kernel_outputs(c: CandidateAST) -> set[str]:
 def _torch_compute_calls(c: CandidateAST):
     """(call, error finding) for every torch compute call in the host scope."""
     for n, name in c.calls():
+        if id(n) in c.init_nodes:
+            continue  # __init__ runs once, before any input exists: parameters, not results
         msg = None
         parts = (name or "").split(".")
         if name is None or "." not in name:
@@ -385,7 +389,7 @@ def check_cache(c: CandidateAST) -> Finding | None:
             return _finding("cache", n, f"`global {', '.join(n.names)}`: module state written by ModelNew")
         if isinstance(n, ast.Attribute) and n.attr in ("_version", "_cdata"):
             return _finding("cache", n, f".{n.attr} keys on a tensor's identity")
-        if isinstance(n, (ast.Assign, ast.AugAssign)):
+        if isinstance(n, (ast.Assign, ast.AugAssign)) and id(n) not in c.init_nodes:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, ast.Subscript) and _persistent(t.value, c):
@@ -393,7 +397,7 @@ def check_cache(c: CandidateAST) -> Finding | None:
     for n, name in c.calls():
         if isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "setdefault", "update", "append", "add",
                                                                   "pop", "__setitem__", "__getitem__") \
-                and _persistent(n.func.value, c):
+                and _persistent(n.func.value, c) and id(n) not in c.init_nodes:
             return _finding("cache", n, f"{ast.unparse(n.func)}() keeps results across calls")
         last = (name or "").split(".")[-1] if name else (n.func.attr if isinstance(n.func, ast.Attribute) else "")
         if last in ("data_ptr", "untyped_storage", "storage", "_cdata") and isinstance(n.func, ast.Attribute):
