@@ -132,3 +132,22 @@ def test_check_cli_rejects_a_torch_softmax_fallback(tmp_path):
     assert "torch_compute" in p.stderr  # the progress line names the finding
     md = (out / "report.md").read_text()
     assert "torch_compute" in md and "torch_fallback" in md
+
+
+def test_large_diff_and_cost_growth_are_degeneration():
+    """Thresholds of tools.integrity on synthetic audit facts (no sandbox needed)."""
+    from tools.integrity import degeneration_findings
+    from tools.records import EvalResult, VariantResult
+
+    original = _source("near_miss_softmax")
+    padded = original + "".join(f"\n# filler line {k}" for k in range(40))
+    assert "large_diff" in {f.check for f in degeneration_findings(original, padded, None, None, "interpreter")}
+
+    def ev(launches, programs, wall):
+        return EvalResult(status="pass", backend="interpreter", variants=[VariantResult(
+            variant_id="default/seed1", status="pass", wall_s=wall,
+            audit={"launches": launches, "programs": programs})])
+    fixed = _source("honest_repair")
+    assert degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(3, 20, 1.9), "interpreter") == []
+    checks = {f.check for f in degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(4, 21, 2.1), "interpreter")}
+    assert checks == {"launch_growth", "grid_growth", "time_growth"}
