@@ -278,7 +278,8 @@ def cmd_eval(job: dict) -> int:
                       kernels=sorted(set(counter.kernels[before:])),
                       out_of_bounds=guard.clobbered() if guard is not None else [])
                 if audit_probe is not None:
-                    _emit_audit(fh, audit_probe, k, vid, model_v, inputs, out, reused, repeat=vid == job["variant_ids"][0])
+                    _emit_audit(fh, audit_probe, k, vid, model_v, inputs, out, reused,
+                                repeat=vid == job["variant_ids"][0])
             _emit(fh, event="launch_signatures", cand=k, signatures=list(counter.signatures.values()))
             counter.signatures = {}
         _emit(fh, event="end")
