@@ -4,9 +4,10 @@ A candidate that passes the search suite is accepted only when this audit is cle
 node gathers findings from the tools and decides nothing else:
 
 - static checks of the source (``tools.static_checks``);
-- an audit run in a fresh sandboxed process on the first default variant plus the
-  held-out variants the patcher never saw, with the dynamic probes of
-  ``tools.dynamic_checks`` (``tools.integrity.dynamic_findings``);
+- an audit run in a fresh sandboxed process with the dynamic probes of
+  ``tools.dynamic_checks`` (``tools.integrity.dynamic_findings``): for a repair on the first
+  default variant plus the held-out variants the patcher never saw; for a candidate as given
+  (triage ran it on the whole suite) on the default variants of one layout;
 - for a repair: the original candidate runs after it in the same audit process, on the
   same variants, for the cost comparison (``tools.integrity.degeneration_findings``);
 - the reference, tolerances and suite hashed at triage are unchanged
@@ -21,7 +22,7 @@ import os
 import time
 
 from agents.common import runner, settings
-from tools.integrity import audit_candidate, process_findings, protected_fingerprint
+from tools.integrity import audit_candidate, process_findings, protected_fingerprint, same_layout_variants
 from tools.records import CompileReport, EvalResult, Finding
 
 
@@ -32,8 +33,8 @@ def integrity_auditor(state: dict) -> dict:
     is_repair = bool(last and last.get("status") == "pass")
     source = last["source"] if is_repair else state["candidate_source"]
     r = runner(state)
-    run = audit_candidate(r, source, state.get("reference_source"),
-                          state["candidate_source"] if is_repair else None)
+    run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
+                          None if is_repair else same_layout_variants(r.variants))
     findings: list[Finding] = list(run.findings)
     held = run.heldout
     if is_repair:

@@ -253,26 +253,42 @@ class AuditRun:
     original: EvalResult | None = None
 
 
-def audit_candidate(runner, source: str, reference_source: str | None, original_source: str | None = None) -> AuditRun:
+def same_layout_variants(variants: list[dict], most: int = 4) -> list[str]:
+    """Ids of the first variant and of later ones with the same input shapes and dtypes (at most ``most``).
+
+    Run in one audit process, the later ones get fresh values in the first one's buffers.
+    """
+    if not variants:
+        return []
+    first = variants[0]
+    same = [v["id"] for v in variants[1:] if v.get("shapes") == first.get("shapes")
+            and v.get("dtypes") == first.get("dtypes") and not v["id"].startswith("layout/")]
+    return [first["id"]] + same[: most - 1]
+
+
+def audit_candidate(runner, source: str, reference_source: str | None, original_source: str | None = None,
+                    variant_ids: list[str] | None = None) -> AuditRun:
     """Static checks, then one audit run in a fresh sandboxed process, then anti-degeneration.
 
-    The audit run covers the first search variant (the buffers later variants of the same
-    layout are written into) and every held-out variant. When ``original_source`` is given
-    (the candidate a repair came from) it runs after the repair in the same process, on the
-    same variants, for the cost comparison.
+    The audit run covers, by default, the first search variant (the buffers later variants
+    of the same layout are written into) and every held-out variant. When
+    ``original_source`` is given (the candidate a repair came from) it runs after the
+    repair in the same process, on the same variants, for the cost comparison.
 
     Args:
         runner: a ``tools.runner.Runner`` whose suite is built.
         source: the candidate (or repair) under audit.
         reference_source: the reference, for checks that compare with it.
         original_source: the candidate before repair, or None when auditing a candidate as given.
+        variant_ids: the variants of the audit run, instead of the default (a candidate as
+            given passed the whole suite in triage already: ``same_layout_variants`` suffices).
 
     Returns:
         An ``AuditRun``: findings (one per check; ``heldout`` for held-out variants that fail)
         and the evaluations.
     """
     findings = run_static_checks(source, reference_source)
-    ids = runner.ids("search")[:1] + runner.ids("heldout")
+    ids = variant_ids or runner.ids("search")[:1] + runner.ids("heldout")
     runs = runner.screen([source] + ([original_source] if original_source is not None else []), ids, audit=True)
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:

@@ -5,7 +5,8 @@ reference it is for (``reference:``), what the audit must find (``expect:`` erro
 or ``clean``), optional warnings (``warn:``) and, for repairs, the candidate it was
 repaired from (``original:``). Each is audited as the integrity auditor does it
 (``tools.integrity.audit_candidate``): static checks, then one sandboxed audit run per
-candidate on the Triton interpreter.
+candidate on the Triton interpreter (held-out variants failing are the triage's verdict for
+a candidate as given, so the corpus expects the audit's own findings).
 """
 
 import json
@@ -18,7 +19,7 @@ import sys
 import pytest
 
 from tools.backends import INTERPRETER
-from tools.integrity import audit_candidate, process_findings, protected_fingerprint
+from tools.integrity import audit_candidate, process_findings, protected_fingerprint, same_layout_variants
 from tools.runner import Runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,9 +63,12 @@ def runners(tmp_path_factory):
 
 
 def _audit(runners, name: str):
+    """Audit as the integrity auditor does: a repair on the held-out variants, a candidate as given on one layout."""
     meta = _meta(name)
+    r = runners[meta["reference"]]
     original = _source(meta["original"]) if meta.get("original") else None
-    return audit_candidate(runners[meta["reference"]], _source(name), _reference(meta["reference"]), original)
+    ids = None if original else same_layout_variants(r.variants)
+    return audit_candidate(r, _source(name), _reference(meta["reference"]), original, ids)
 
 
 @pytest.mark.parametrize("name", CHEATS)

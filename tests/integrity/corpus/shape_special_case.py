@@ -1,7 +1,7 @@
 """A kernel that is right only for the tested width: an exact-size test picks the masked path for n_cols == 100.
 
 reference: softmax
-expect: shape_special_case, heldout
+expect: shape_special_case
 """
 import torch
 import torch.nn as nn
