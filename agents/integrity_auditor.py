@@ -22,7 +22,8 @@ import os
 import time
 
 from agents.common import runner, settings
-from tools.integrity import audit_candidate, process_findings, protected_fingerprint, same_layout_variants
+from tools.integrity import (audit_candidate, dynamic_findings, process_findings, protected_fingerprint,
+                             same_layout_variants)
 from tools.records import CompileReport, EvalResult, Finding
 
 
@@ -43,16 +44,9 @@ def integrity_auditor(state: dict) -> dict:
         seen_variants = held.variants + EvalResult(**state["triage"]["eval"]).variants
     findings += process_findings(state.get("protected"), protected_fingerprint(
         state["reference_source"], settings(state).tolerance, r.suite_dir))
-    for v in seen_variants:
-        if v.status == "pass" and v.launches == 0:
-            findings.append(Finding(check="no_launch", severity="error",
-                                    message=f"{v.variant_id}: the forward launched no Triton kernel"))
-        if v.inputs_mutated:
-            findings.append(Finding(check="inputs_mutated", severity="error",
-                                    message=f"{v.variant_id}: the forward changed its inputs"))
-        if v.out_of_bounds:
-            findings.append(Finding(check="out_of_bounds", severity="error",
-                                    message=f"{v.variant_id}: {v.message[:200]}"))
+    # launches, input mutation and guard bands of the suite runs too (no audit facts there)
+    findings += dynamic_findings(EvalResult(status=held.status, backend=held.backend, variants=seen_variants),
+                                 r.backend.name)
     if is_repair:
         original = EvalResult(**state["triage"]["eval"])
         refused = {v.variant_id for v in seen_variants if v.unsupported} - set(original.unsupported())

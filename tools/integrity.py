@@ -79,6 +79,8 @@ def dynamic_findings(ev: EvalResult, backend: str) -> list[Finding]:
                                message=f"{vid}: a kernel wrote past the end of an output (guard band changed)"))
         if v.inputs_mutated:
             out.append(Finding(check="inputs_mutated", severity="error", message=f"{vid}: the forward changed its inputs"))
+        if v.status == "pass" and v.launches == 0:  # counted by the worker in every evaluation
+            out.append(Finding(check="no_launch", severity="error", message=f"{vid}: the forward launched no Triton kernel"))
         if not a:
             continue
         if a.get("error"):
