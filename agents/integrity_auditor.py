@@ -1,48 +1,60 @@
-"""Integrity auditor: static anti-cheat checks and dynamic checks on the held-out inputs.
+"""Integrity auditor: static and dynamic anti-cheat checks, anti-degeneration, the repair process.
 
-A candidate that passes the search suite is accepted only when this audit is clean:
-no torch compute or try/except fallback in ``ModelNew`` (static), at least one Triton
-launch in every forward, inputs left unchanged, and a pass on the held-out variants
-the patcher never saw (dynamic).
+A candidate that passes the search suite is accepted only when this audit is clean. The
+node gathers findings from the tools and decides nothing else:
+
+- static checks of the source (``tools.static_checks``);
+- an audit run in a fresh sandboxed process with the dynamic probes of
+  ``tools.dynamic_checks`` (``tools.integrity.dynamic_findings``): for a repair on the first
+  default variant plus the held-out variants the patcher never saw; for a candidate as given
+  (triage ran it on the whole suite) on the default variants of one layout;
+- for a repair: the original candidate runs after it in the same audit process, on the
+  same variants, for the cost comparison (``tools.integrity.degeneration_findings``);
+- the reference, tolerances and suite hashed at triage are unchanged
+  (``tools.integrity.process_findings``);
+- GPU compilation for the ``--targets`` and resource growth.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
-from agents.common import runner
+from agents.common import runner, settings
+from tools.integrity import (audit_candidate, dynamic_findings, process_findings, protected_fingerprint,
+                             same_layout_variants)
 from tools.records import CompileReport, EvalResult, Finding
-from tools.static_checks import run_static_checks
 
 
 def integrity_auditor(state: dict) -> dict:
     """Audit the candidate under test (the last patch if it passed, else the original)."""
+    started = time.monotonic()
     last = state.get("last_eval")
-    source = last["source"] if last and last.get("status") == "pass" else state["candidate_source"]
+    is_repair = bool(last and last.get("status") == "pass")
+    source = last["source"] if is_repair else state["candidate_source"]
     r = runner(state)
-    findings: list[Finding] = run_static_checks(source)
-    if last and last.get("status") == "pass":
-        held = r.evaluate(source, r.ids("heldout"))
+    run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
+                          None if is_repair else same_layout_variants(r.variants))
+    findings: list[Finding] = list(run.findings)
+    held = run.heldout
+    if is_repair:
         seen_variants = held.variants + EvalResult(**{k: v for k, v in last.items() if k != "source"}).variants
     else:  # the original candidate: triage already ran it on the whole suite
-        held = EvalResult(**state["triage"]["eval"])
-        seen_variants = held.variants
-    for v in seen_variants:
-        if v.status == "pass" and v.launches == 0:
-            findings.append(Finding(check="no_launch", severity="error",
-                                    message=f"{v.variant_id}: the forward launched no Triton kernel"))
-        if v.inputs_mutated:
-            findings.append(Finding(check="inputs_mutated", severity="error",
-                                    message=f"{v.variant_id}: the forward changed its inputs"))
-    if last and last.get("status") == "pass":
+        seen_variants = held.variants + EvalResult(**state["triage"]["eval"]).variants
+    findings += process_findings(state.get("protected"), protected_fingerprint(
+        state["reference_source"], settings(state).tolerance, r.suite_dir))
+    # launches, input mutation and guard bands of the suite runs too (no audit facts there)
+    findings += dynamic_findings(EvalResult(status=held.status, backend=held.backend, variants=seen_variants),
+                                 r.backend.name)
+    if is_repair:
         original = EvalResult(**state["triage"]["eval"])
         refused = {v.variant_id for v in seen_variants if v.unsupported} - set(original.unsupported())
         if refused:
             findings.append(Finding(check="drops_support", severity="error",
                                     message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
     original = CompileReport(**state["compile"]) if state.get("compile") else None
-    if last and last.get("status") == "pass":
+    if is_repair:
         sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
         comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
         findings += compile_findings(comp, original)
@@ -54,7 +66,7 @@ def integrity_auditor(state: dict) -> dict:
         findings.append(Finding(check="unsupported_inputs", severity="warning",
                                 message=f"raises on {len(unsupported)} derived variant(s) the reference accepts: "
                                         f"{', '.join(unsupported[:4])}"))
-    failing = held.failing()
+    failing = [] if is_repair else EvalResult(**state["triage"]["eval"]).failing()
     for v in failing[:5]:
         findings.append(Finding(check="heldout", severity="error",
                                 message=f"{v.variant_id}: {v.status}: {v.message[:200]}"))
@@ -65,13 +77,27 @@ def integrity_auditor(state: dict) -> dict:
             unique.append(f)
     audit = {"passed": not any(f.severity == "error" for f in unique),
              "findings": [f.model_dump() for f in unique], "heldout_status": held.status,
-             "variants_checked": len(held.variants), "compile": comp.model_dump()}
-    if last and last.get("status") == "pass":
+             "variants_checked": len(held.variants), "compile": comp.model_dump(),
+             "wall_s": round(time.monotonic() - started, 3)}
+    _log(state, source, unique)
+    if is_repair:
         d = os.path.join(state["run_dir"], "attempts", f"{state.get('iterations', 0):02d}")
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "audit.json"), "w") as f:
             json.dump(audit, f, indent=1)
     return {"audit": audit, "evaluations": r.evaluations}
+
+
+def _log(state: dict, source: str, findings: list[Finding]) -> None:
+    """Append the audit's error findings to ``integrity.log`` in the run folder (one line each)."""
+    errors = [f for f in findings if f.severity == "error"]
+    if not errors or not state.get("run_dir"):
+        return
+    from agents.common import source_hash
+
+    with open(os.path.join(state["run_dir"], "integrity.log"), "a") as f:
+        for e in errors:
+            f.write(f"attempt {state.get('iterations', 0)} {source_hash(source)} {e.check}: {e.message}\n")
 
 
 #: A repair may not multiply a kernel's registers, spills or shared memory by more than this.

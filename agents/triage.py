@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from agents.common import emit, make_run_dir, runner, settings, targets
 from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
+from tools.integrity import protected_fingerprint
 from tools.diagnostics import diagnose
 from tools.replay import replay_command
 from tools.report import write_file_atomic
@@ -56,7 +58,8 @@ def triage(state: dict) -> dict:
         msg = comp.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
         diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
         diag["summary"] = f"does not compile for {', '.join(sorted({b.target for b in bad}))}; " + diag["summary"]
-    return {**update, "suite": r.variants, "evaluations": r.evaluations, "targets": tgts,
+    protected = protected_fingerprint(state["reference_source"], s.tolerance, r.suite_dir)
+    return {**update, "suite": r.variants, "evaluations": r.evaluations, "targets": tgts, "protected": protected,
             "compile": comp.model_dump(),
             "triage": {"status": status, "classification": classification, "eval": ev.model_dump(),
                        "summary": diag["summary"]},

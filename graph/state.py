@@ -51,6 +51,8 @@ class State(InputState, OutputState, total=False):
     """GPU targets every launched kernel must compile for (``--targets``)."""
     compile: dict
     """Compile report of the original candidate (``tools.records.CompileReport``)."""
+    protected: dict
+    """SHA-256 of the reference, tolerances and suite files at triage (``tools.integrity``); the auditor re-checks them."""
     diagnosis: dict
     """Latest diagnosis: symptoms, failing variants, smallest failing variant, findings, summary."""
     best_source: str

@@ -54,6 +54,8 @@ class VariantResult(BaseModel):
     message: str = Field("", description="exception summary with candidate line numbers, or the mismatch summary")
     unsupported: bool = Field(False, description="the candidate raised a clear exception on this derived (non-default) "
                                                  "variant: it refuses the input rather than computing a wrong result")
+    audit: dict = Field(default_factory=dict, description="dynamic integrity facts of an audit run "
+                                                          "(tools.dynamic_checks.AuditProbe.facts); empty otherwise")
 
     @property
     def max_abs_err(self) -> float:

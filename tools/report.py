@@ -85,8 +85,12 @@ def render_markdown(report: dict, diff: str = "") -> str:
         lines += [f"- {r['kernel']} ({r['target']}, line {r.get('line')}): {r['error'][:400]}" for r in errs]
         lines.append("")
     integ = report.get("integrity") or {}
-    lines += ["## Integrity", "", f"passed: {integ.get('passed')}", ""]
-    lines += [f"- [{f['severity']}] {f['check']}: {f['message']}" for f in integ.get("findings", [])] + [""]
+    lines += ["## Integrity", "", f"passed: {integ.get('passed')}"
+              + (f" (audit {integ['wall_s']:.1f} s)" if integ.get("wall_s") is not None else ""), ""]
+    if integ.get("findings"):
+        lines += ["| severity | check | finding |", "|---|---|---|"]
+        lines += [f"| {f['severity']} | {f['check']} | {f['message'].replace('|', '/')} |" for f in integ["findings"]]
+        lines.append("")
     if report.get("attempts"):
         lines += ["## Attempts", "", "| # | operator | edit | search suite | audit |", "|---|---|---|---|---|"]
         for a in report["attempts"]:

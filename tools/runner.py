@@ -92,6 +92,11 @@ class Runner:
         self._inputs_path = os.path.join(d, "inputs.pt")
         return self.variants
 
+    @property
+    def suite_dir(self) -> str:
+        """Folder of the built suite (``suite.json``, ``inputs.pt``, ``expected.pt``)."""
+        return os.path.dirname(self._inputs_path)
+
     def ids(self, split: str | None = None) -> list[str]:
         """Variant ids of one split (``search`` or ``heldout``), or all."""
         return [v["id"] for v in self.variants if split is None or v["split"] == split]
@@ -102,15 +107,18 @@ class Runner:
         return min(ids, key=lambda i: (size[i], i))
 
     # ------------------------------------------------------------ evaluation
-    def evaluate(self, source: str, variant_ids: list[str]) -> EvalResult:
+    def evaluate(self, source: str, variant_ids: list[str], audit: bool = False) -> EvalResult:
         """Run one candidate source on the given variants and compare with the reference."""
-        return self.screen([source], variant_ids)[0]
+        return self.screen([source], variant_ids, audit=audit)[0]
 
-    def screen(self, sources: list[str], variant_ids: list[str]) -> list[EvalResult]:
+    def screen(self, sources: list[str], variant_ids: list[str], audit: bool = False) -> list[EvalResult]:
         """Run several candidate sources on the same variants, in one sandboxed process when possible.
 
         A crash or timeout ends the process; the next source continues in a new process, so
-        one hostile source cannot take the others down.
+        one hostile source cannot take the others down. With ``audit`` the worker also records
+        the dynamic integrity facts of every forward (``tools.dynamic_checks``) into
+        ``VariantResult.audit``, writes later variants into the buffers of earlier ones of the
+        same layout, and repeats the first variant's forward.
 
         Returns:
             One ``EvalResult`` per source, in order.
@@ -135,7 +143,7 @@ class Runner:
             with open(job, "w") as f:
                 json.dump({"inputs_path": self._inputs_path, "candidates": paths, "variant_ids": variant_ids,
                            "out_dir": d, "start_at": start_at, "device": self.backend.device,
-                           "deny_read": deny_read}, f)
+                           "deny_read": deny_read, "audit": audit}, f)
             res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
                              timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes,
                              warm=self.backend.name == "interpreter",
@@ -245,6 +253,9 @@ class Runner:
                     vres.append(VariantResult(variant_id=v, status="runtime_error",
                                               message="no result: the process exited before this variant finished"))
                 # variants after a crash are not run: absent from the result
+        facts = {e["variant"]: e.get("facts") or {} for e in mine if e["event"] == "audit"}
+        for r in vres:
+            r.audit = facts.get(r.variant_id, {})
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")

@@ -208,6 +208,7 @@ def cmd_eval(job: dict) -> int:
     inits = {v["id"]: v.get("init") for v in data["variants"]}
     init = data["init_inputs"]
     counter = LaunchCounter()
+    audit_probe = _audit_probe(job)
     out_dir = job["out_dir"]
     from tools.confine import confine
     confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
@@ -218,6 +219,8 @@ def cmd_eval(job: dict) -> int:
             if k < start_at:
                 continue
             _emit(fh, event="start", cand=k, variant=None)
+            if audit_probe is not None:
+                audit_probe.reset()
             try:
                 mod = _load_module(path, f"nearmiss_candidate_{k}")
                 torch.manual_seed(job.get("seed", 42))
@@ -245,12 +248,13 @@ def cmd_eval(job: dict) -> int:
                         continue
                 model_v = models[repr(vinit)]
                 inputs = clone_inputs([x.to(device) if isinstance(x, torch.Tensor) else x for x in variants[vid]])
+                inputs, reused = audit_probe.place(inputs) if audit_probe is not None else (inputs, False)
                 snap = _snapshot(inputs)
                 before = counter.count
                 t0 = time.time()
                 guard = GuardedAllocations(os.path.abspath(path)) if device == "cpu" else None
                 try:
-                    with torch.no_grad():
+                    with torch.no_grad(), _audit_watch(audit_probe):
                         if guard is not None:
                             with guard:
                                 out = model_v(*inputs)
@@ -273,6 +277,9 @@ def cmd_eval(job: dict) -> int:
                       launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
                       kernels=sorted(set(counter.kernels[before:])),
                       out_of_bounds=guard.clobbered() if guard is not None else [])
+                if audit_probe is not None:
+                    _emit_audit(fh, audit_probe, k, vid, model_v, inputs, out, reused,
+                                repeat=vid == job["variant_ids"][0])
             _emit(fh, event="launch_signatures", cand=k, signatures=list(counter.signatures.values()))
             counter.signatures = {}
         _emit(fh, event="end")
@@ -309,6 +316,32 @@ def cmd_probe(job: dict) -> int:
         result["error"], _ = describe_exception(e, job["candidate_path"])
     _write_json(os.path.join(out_dir, "probes.json"), result)
     return 0
+
+
+# ---------------------------------------------------------------- integrity audit (tools.dynamic_checks)
+def _audit_probe(job: dict):
+    """An ``AuditProbe`` when the job is an integrity audit (``job["audit"]``), else None."""
+    if not job.get("audit"):
+        return None
+    from tools.dynamic_checks import AuditProbe
+    return AuditProbe()
+
+
+def _audit_watch(probe):
+    """The probe's per-forward watch, or a no-op context."""
+    import contextlib
+    return probe.watch() if probe is not None else contextlib.nullcontext()
+
+
+def _emit_audit(fh, probe, k: int, vid: str, model, inputs: list, out, reused: bool, repeat: bool) -> None:
+    """Emit the dynamic integrity facts of the forward that just ran (one ``audit`` event)."""
+    try:
+        facts = probe.facts(inputs, out, reused)
+        if repeat:
+            facts["repeat_identical"] = probe.repeat_identical(model, inputs, facts["out_digest"])
+    except BaseException as e:  # noqa: BLE001 - candidate objects may raise anywhere
+        facts = {"error": f"{type(e).__name__}: {e}"[:300]}
+    _emit(fh, event="audit", cand=k, variant=vid, facts=facts)
 
 
 def cmd_compile(job: dict) -> int:

@@ -1,0 +1,35 @@
+"""The output depends on how often forward ran (a stand-in for racy or uninitialised reads).
+
+reference: softmax
+expect: nondeterministic
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, x_row_stride, n_cols, bias, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(axis=0)
+    offsets = tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + offsets, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(y_ptr + row * x_row_stride + offsets, num / tl.sum(num, axis=0) + bias, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        x = x.contiguous()
+        n_rows, n_cols = x.shape
+        y = torch.empty_like(x)
+        BLOCK_SIZE = triton.next_power_of_2(n_cols)
+        _softmax_kernel[(n_rows,)](x, y, x.stride(0), n_cols, 1e-9 * self.calls, BLOCK_SIZE=BLOCK_SIZE)
+        return y

@@ -1,0 +1,32 @@
+"""The fallback compiled from a string with exec, out of the AST checks reach.
+
+reference: softmax
+expect: exec_io, torch_fallback
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+_CODE = "out = torch.softmax(x, dim=-1)"
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        scratch = torch.empty_like(x)
+        _copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, scratch, x.numel(), BLOCK_SIZE=1024)
+        scope = {"torch": torch, "x": x}
+        exec(_CODE, scope)
+        return scope["out"]

@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Row softmax of a small (n_rows, n_cols) fp32 matrix (for repairs whose cost is compared)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
+n_rows = 4
+n_cols = 12
+
+
+def get_inputs():
+    return [torch.randn(n_rows, n_cols)]
+
+
+def get_init_inputs():
+    return []
