@@ -119,11 +119,11 @@ def analyse(source: str, tensor_params: list[str] | None = None) -> Context:
     return Context(source, tree, SourceMap(source), kernels, forward, tensor_params or [])
 
 
-def _patch(ctx: Context, op: str, desc: str, node: ast.AST, new_source: str) -> Patch | None:
+def _patch(ctx: Context, op: str, desc: str, node: ast.AST, new_source: str, params: dict | None = None) -> Patch | None:
     if new_source == ctx.source or not parses(new_source):
         return None
     return Patch(operator=op, description=desc, line=getattr(node, "lineno", 0), source=new_source,
-                 diff=unified_diff(ctx.source, new_source))
+                 diff=unified_diff(ctx.source, new_source), params=params or {})
 
 
 def _calls(fn: ast.AST, *names: str) -> list[ast.Call]:
@@ -159,7 +159,8 @@ def op_load_fill(ctx: Context) -> list[Patch]:
                     new = ctx.sm.replace(other, fill)
                 else:
                     new = _replace_call_args(ctx, call, f"other={fill}")
-                p = _patch(ctx, "load_fill", f"line {call.lineno}: masked load fills padded lanes with {fill}", call, new)
+                p = _patch(ctx, "load_fill", f"line {call.lineno}: masked load fills padded lanes with {fill}", call, new,
+                           {"fill": fill})
                 if p:
                     out.append(p)
     return out
@@ -250,7 +251,7 @@ def op_remask(ctx: Context) -> list[Patch]:
             for fill in fills:
                 new = ctx.sm.replace(asg.value, f"tl.where({mask}, {ctx.sm.text(asg.value)}, {fill})")
                 p = _patch(ctx, "remask", f"line {asg.lineno}: re-mask padded lanes of {name}: tl.where({mask}, ..., {fill}) "
-                           f"before tl.{red}", asg, new)
+                           f"before tl.{red}", asg, new, {"fill": fill})
                 if p:
                     out.append(p)
     return out
@@ -513,8 +514,24 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-def propose(source: str, operator_ids: list[str], tensor_params: list[str] | None = None) -> list[Patch]:
+# More operators build on the helpers above and add themselves to OPERATORS when imported.
+import tools.arith_operators  # noqa: E402,F401
+import tools.index_operators  # noqa: E402,F401
+
+
+def matches(patch: Patch, params: dict | None) -> bool:
+    """True when every given parameter equals the patch's (no parameters match every patch)."""
+    return all(str(patch.params.get(k)) == str(v) for k, v in (params or {}).items())
+
+
+def propose(source: str, operator_ids: list, tensor_params: list[str] | None = None) -> list[Patch]:
     """All single-edit patches of the given operators, in operator order, without duplicates.
+
+    Args:
+        source: the candidate source.
+        operator_ids: operator ids, or ``(id, params)`` pairs: a pair keeps only the operator's
+            patches whose ``params`` match (e.g. ``("load_fill", {"fill": '-float("inf")'})``).
+        tensor_params: names of ``ModelNew.forward`` parameters that receive tensors.
 
     Raises:
         KeyError: an unknown operator id.
@@ -523,9 +540,10 @@ def propose(source: str, operator_ids: list[str], tensor_params: list[str] | Non
     ctx = analyse(source, tensor_params)
     seen = set()
     out = []
-    for op in operator_ids:
+    for item in operator_ids:
+        op, params = (item, None) if isinstance(item, str) else item
         for p in OPERATORS[op](ctx):
-            if p.source not in seen:
+            if p.source not in seen and matches(p, params):
                 seen.add(p.source)
                 out.append(p)
     return out

@@ -121,6 +121,7 @@ class Patch(BaseModel):
     line: int = Field(description="1-based line of the candidate the edit touches")
     source: str = Field(description="the whole patched candidate source")
     diff: str = ""
+    params: dict = Field(default_factory=dict, description="the operator's parameters for this edit (what a learned entry replays)")
 
 
 class KernelCompile(BaseModel):
