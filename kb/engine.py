@@ -14,11 +14,13 @@ import time
 from dataclasses import dataclass, field
 
 from kb.retrieve import rank_patterns
-from kb.store import KBStore, StoreError, open_store, query_text
+from kb.store import Hit, KBStore, StoreError, open_store, query_text
 from tools.mutations import MUTATIONS, mutate
 from tools.operators import OPERATORS, matches, propose
 from tools.records import Patch
 
+SUSPICIOUS_BOOST = 3.0  # a defect idiom in the code outweighs any single symptom (weights run 0.3-5)
+NOT_APPLICABLE = 1.0
 #: Triton calls that mark a kernel category (a boost for patterns of that category, never a filter).
 CATEGORY_CALLS = {
     "dot": "matmul", "cumsum": "scan", "associative_scan": "scan", "cumprod": "scan", "sqrt": "normalization",
@@ -64,14 +66,14 @@ def _proposals(source: str, op: str, params: dict | None, tensor_params: list[st
     return []  # an operator this version does not have (an old learned entry): nothing to replay
 
 
-def retrieve(diagnosis: dict, categories: list[str], store: KBStore | None = None) -> tuple[list[dict], list[dict], bool]:
-    """Learned entries and ranked patterns for a diagnosis, from ``store`` (or the default store).
+def retrieve(diagnosis: dict, categories: list[str], store: KBStore | None = None) -> tuple[list[dict], list[Hit], bool]:
+    """Learned entries and scored pattern hits for a diagnosis, from ``store`` (or the default store).
 
     Uses the dense path when the diagnosis has text (summary or findings). Falls back to
     the symptom-only ranking of the pattern files when no store can be opened.
 
     Returns:
-        ``(learned, patterns, dense)``.
+        ``(learned, hits, dense)``.
     """
     symptoms = list(diagnosis.get("symptoms", []))
     text = query_text(symptoms, diagnosis.get("summary", ""), diagnosis.get("findings")) \
@@ -80,14 +82,42 @@ def retrieve(diagnosis: dict, categories: list[str], store: KBStore | None = Non
     try:
         store = store or open_store()
     except StoreError:
-        return [], [p for _, p in rank_patterns(symptoms)], False
+        return [], [Hit(s, p, s, None) for s, p in rank_patterns(symptoms)], False
     try:
         learned = store.learned(symptoms, categories)
         hits = store.search(text, symptoms, categories, limit=1000)
     finally:
         if own:
             store.close()
-    return learned, [h.pattern for h in hits], bool(text)
+    return learned, hits, bool(text)
+
+
+def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, store: KBStore | None = None
+         ) -> tuple[list[dict], list[tuple[float, dict, list[Patch]]], bool]:
+    """Learned entries, and patterns scored by retrieval plus what their operators find in the candidate.
+
+    A pattern gains ``SUSPICIOUS_BOOST`` when one of its operators edits a site that is
+    itself a defect idiom (``Patch.suspicious``), and loses ``NOT_APPLICABLE`` when none of
+    its idiom-aware operators finds anything to edit (generic mutations apply anywhere and
+    prove nothing; LLM-only patterns keep their score).
+
+    Returns:
+        ``(learned, [(score, pattern, patches)], dense)``, best pattern first.
+
+    Raises:
+        SyntaxError: the source does not parse.
+    """
+    learned, hits, dense = retrieve(diagnosis, infer_categories(source), store)
+    out = []
+    for h in hits:
+        patches = [p for o in h.pattern["operators"] for p in _proposals(source, o["id"], o.get("params"), tensor_params)]
+        adj = SUSPICIOUS_BOOST if any(p.suspicious for p in patches) else 0.0
+        specific = [o for o in h.pattern["operators"] if o["id"] not in MUTATIONS]  # mutations apply anywhere
+        if specific and not any(p.operator not in MUTATIONS for p in patches):
+            adj -= NOT_APPLICABLE
+        out.append((h.score + adj, h.pattern, patches))
+    out.sort(key=lambda t: (-t[0], t[1]["id"]))
+    return learned, out, dense
 
 
 def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, store: KBStore | None = None,
@@ -106,8 +136,7 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
         SyntaxError: the source does not parse.
     """
     t0 = time.perf_counter()
-    categories = infer_categories(source)
-    learned, patterns, dense = retrieve(diagnosis, categories, store)
+    learned, ranked, dense = rank(source, diagnosis, tensor_params, store)
     secs = time.perf_counter() - t0
     tried = tried or set()
     seen: set[str] = set()
@@ -122,8 +151,7 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
 
     for e in learned:  # the exact edit that repaired a run with these symptoms
         add(_proposals(source, e["operator"], e.get("params"), tensor_params))
-    for pat in patterns:
-        for o in pat["operators"]:
-            add(_proposals(source, o["id"], o.get("params"), tensor_params))
+    for _, _, patches in ranked:
+        add(patches)
     add(mutate(source, None, tensor_params))
-    return Plan(out, [p["id"] for p in patterns[:5]], learned, categories, round(secs, 3), dense)
+    return Plan(out, [p["id"] for _, p, _ in ranked[:5]], learned, infer_categories(source), round(secs, 3), dense)

@@ -172,18 +172,25 @@ class KBStore:
         if not force and self.index_hash() == digest:
             return False
         pats = load_patterns(directory)
-        vecs = embed.embed([pattern_text(p) for p in pats])
+        texts = [pattern_text(p) for p in pats]
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        old = {}  # vectors of unchanged texts are reused: editing one file re-embeds one pattern
+        if self.client.collection_exists(PATTERNS):
+            recs, _ = self.client.scroll(PATTERNS, limit=10_000, with_payload=["text_sha"], with_vectors=True)
+            old = {r.payload.get("text_sha"): r.vector for r in recs}
+        todo = [t for t, k in zip(texts, keys) if k not in old]
+        fresh = dict(zip([k for k in keys if k not in old], embed.embed(todo) if todo else []))
         self._create(PATTERNS, {"hash": digest, "schema": SCHEMA, "model": MODEL_ID})
         self.client.upsert(PATTERNS, [
-            models.PointStruct(id=_point_id("pattern", p["id"]), vector=v,
-                               payload={**p, "symptoms": sorted(p["symptoms"]), "weights": p["symptoms"]})
-            for p, v in zip(pats, vecs)])
+            models.PointStruct(id=_point_id("pattern", p["id"]), vector=old.get(k) or fresh[k],
+                               payload={**p, "symptoms": sorted(p["symptoms"]), "weights": p["symptoms"], "text_sha": k})
+            for p, k in zip(pats, keys)])
         return True
 
     def patterns(self) -> list[dict]:
         """Every indexed pattern (``symptoms`` is the weight table, as in the files)."""
         recs, _ = self.client.scroll(PATTERNS, limit=10_000, with_payload=True)
-        return [_pattern(r.payload) for r in recs]
+        return sorted((_pattern(r.payload) for r in recs), key=lambda p: p["id"])
 
     def search(self, text: str = "", symptoms: list[str] = (), categories: list[str] = (), limit: int = 5,
                require_symptoms: bool = False, require_categories: bool = False) -> list[Hit]:
@@ -272,6 +279,7 @@ class KBStore:
 
 def _pattern(payload: dict) -> dict:
     p = dict(payload)
+    p.pop("text_sha", None)
     p["symptoms"] = p.pop("weights", {s: 1.0 for s in p.get("symptoms", [])})
     return p
 

@@ -41,9 +41,11 @@ def test_at_least_30_complete_patterns_with_known_operators():
     assert sum(1 for p in pats if p["operators"]) >= 30
 
 
-def test_index_is_cached_and_rebuilt_when_a_pattern_file_changes(tmp_path):
+def test_index_is_cached_and_rebuilt_when_a_pattern_file_changes(tmp_path, monkeypatch):
     pats = tmp_path / "patterns"
-    shutil.copytree(PATTERN_DIR, pats, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    pats.mkdir()
+    for name in ("stable_softmax.toml", "tail_mask.toml", "rope_sign.toml"):
+        shutil.copy(os.path.join(PATTERN_DIR, name), pats / name)
     loc = str(tmp_path / "kb")
     with KBStore(loc) as s:
         assert s.ensure_index(str(pats)) is True
@@ -53,10 +55,15 @@ def test_index_is_cached_and_rebuilt_when_a_pattern_file_changes(tmp_path):
     f = pats / "stable_softmax.toml"
     f.write_text(f.read_text().replace("overflows", "overflow"))
     load_patterns.cache_clear()
+    embedded = []
+    real = embed.embed
+    monkeypatch.setattr(embed, "embed", lambda texts: embedded.extend(texts) or real(texts))
     with KBStore(loc) as s:
         assert s.ensure_index(str(pats)) is True
+        assert len(embedded) == 1  # only the edited pattern is embedded again
         assert s.index_hash() != before
-        assert any("overflow to inf" in p["title"] or "overflow" in p["title"] for p in s.patterns())
+        assert [p["id"] for p in s.patterns()] == ["rope_sign", "stable_softmax", "tail_mask"]
+        assert "overflow" in s.patterns()[1]["title"] and "overflows" not in s.patterns()[1]["title"]
     load_patterns.cache_clear()
 
 

@@ -54,8 +54,9 @@ def op_constant_fix(ctx: Context) -> list[Patch]:
             if isinstance(n, ast.Constant) and isinstance(n.value, float):
                 for name, c in constant_alternatives(n.value):
                     new = ctx.sm.replace(n, repr(c))
+                    near = abs(n.value - CANONICAL_CONSTANTS[name]) <= 5e-3 * CANONICAL_CONSTANTS[name]
                     p = _patch(ctx, "constant_fix", f"line {n.lineno}: constant {name} = {c!r} instead of {n.value!r}",
-                               n, new, {"constant": name})
+                               n, new, {"constant": name}, near)  # suspicious: a truncated constant
                     if p:
                         out.append(p)
     return out
