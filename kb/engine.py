@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
 from tools.mutations import MUTATIONS, mutate
-from tools.operators import OPERATORS, matches, propose
+from tools.operators import OPERATORS, Context, analyse, matches
 from tools.records import Patch
 
 SUSPICIOUS_BOOST = 3.0  # a defect idiom in the code outweighs any single symptom (weights run 0.3-5)
@@ -58,11 +58,11 @@ def infer_categories(source: str) -> list[str]:
     return out
 
 
-def _proposals(source: str, op: str, params: dict | None, tensor_params: list[str] | None) -> list[Patch]:
+def _proposals(ctx: Context, op: str, params: dict | None) -> list[Patch]:
     if op in OPERATORS:
-        return propose(source, [(op, params)], tensor_params)
+        return [p for p in OPERATORS[op](ctx) if matches(p, params)]
     if op in MUTATIONS:
-        return [p for p in mutate(source, [op], tensor_params) if matches(p, params)]
+        return [p for p in MUTATIONS[op](ctx) if matches(p, params)]
     return []  # an operator this version does not have (an old learned entry): nothing to replay
 
 
@@ -108,9 +108,14 @@ def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
         SyntaxError: the source does not parse.
     """
     learned, hits, dense = retrieve(diagnosis, infer_categories(source), store)
+    ctx = analyse(source, tensor_params)
+    memo: dict[str, list[Patch]] = {}  # each operator runs once; patterns filter its patches by their params
     out = []
     for h in hits:
-        patches = [p for o in h.pattern["operators"] for p in _proposals(source, o["id"], o.get("params"), tensor_params)]
+        for o in h.pattern["operators"]:
+            if o["id"] not in memo:
+                memo[o["id"]] = _proposals(ctx, o["id"], None)
+        patches = [p for o in h.pattern["operators"] for p in memo[o["id"]] if matches(p, o.get("params"))]
         adj = SUSPICIOUS_BOOST if any(p.suspicious for p in patches) else 0.0
         specific = [o for o in h.pattern["operators"] if o["id"] not in MUTATIONS]  # mutations apply anywhere
         if specific and not any(p.operator not in MUTATIONS for p in patches):
@@ -149,8 +154,9 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
                 seen.add(k)
                 out.append(p)
 
+    ctx = analyse(source, tensor_params)
     for e in learned:  # the exact edit that repaired a run with these symptoms
-        add(_proposals(source, e["operator"], e.get("params"), tensor_params))
+        add(_proposals(ctx, e["operator"], e.get("params")))
     for _, _, patches in ranked:
         add(patches)
     add(mutate(source, None, tensor_params))

@@ -116,19 +116,19 @@ def test_learned_entry_is_deduplicated_and_replayed_first(store):
 
 
 def test_cli_build_and_search_never_touch_the_network(tmp_path):
-    guard = ("import socket, runpy, sys\n"
+    guard = ("import socket, sys\n"
              "def refuse(*a, **k): raise OSError('network access attempted')\n"
              "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
-             "sys.argv = sys.argv[1:]; runpy.run_module(sys.argv[0], run_name='__main__')\n")
+             "from kb import build, search\n"
+             "rc = build.main([]) or search.main(['fp16 sum of squares overflows', '--symptom', 'value_regime_large',"
+             " '-k', '3'])\n"
+             "sys.exit(rc)\n")
     env = {k: v for k, v in os.environ.items() if k not in ("NEARMISS_QDRANT_URL", "HF_HUB_OFFLINE")}
     env["NEARMISS_CACHE"] = str(tmp_path)
-    b = subprocess.run([sys.executable, "-c", guard, "kb.build"], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert b.returncode == 0 and "built: " in b.stdout, b.stderr[-2000:]
-    s = subprocess.run([sys.executable, "-c", guard, "kb.search", "fp16 sum of squares overflows", "--symptom",
-                        "value_regime_large", "-k", "3"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert s.returncode == 0, s.stderr[-2000:]
-    assert "fp32_accumulator" in s.stdout or "fp32_intermediates" in s.stdout
+    p = subprocess.run([sys.executable, "-c", guard], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "built: " in p.stdout, p.stderr[-2000:]
+    assert "fp32_accumulator" in p.stdout or "fp32_intermediates" in p.stdout
+    assert os.path.isdir(tmp_path / "kb")
     bad = subprocess.run([sys.executable, "-m", "kb.search"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
