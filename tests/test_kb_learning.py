@@ -9,8 +9,8 @@ from graph.build import graph
 
 
 def _run(tmp_path, name):
-    d = os.path.join(FIXTURES, "axpy_swapped")
-    ref, cand = (open(os.path.join(d, f)).read() for f in ("reference.py", "candidate.py"))
+    ref = open(os.path.join(FIXTURES, "vadd", "reference.py")).read()  # y = x + alpha * z
+    cand = open(os.path.join(FIXTURES, "axpy_swapped", "candidate.py")).read()  # launched with x and z swapped
     out = graph.invoke({"candidate_source": cand, "reference_source": ref, "name": name,
                         "options": {"out": str(tmp_path / name), "backend": "interpreter", "targets": "none"}})
     return out["report"]

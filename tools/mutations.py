@@ -15,7 +15,7 @@ import ast
 from typing import Callable
 
 from tools.arith_operators import constant_alternatives
-from tools.operators import Context, _calls, _names, _patch, analyse
+from tools.operators import Context, _calls, _names, _patch, analyse, run_operators
 from tools.records import Patch
 
 _FLIPS = {ast.Lt: ["<=", ">"], ast.LtE: ["<", ">="], ast.Gt: [">=", "<"], ast.GtE: [">", "<="],
@@ -147,12 +147,4 @@ def mutate(source: str, kinds: list[str] | None = None, tensor_params: list[str]
         KeyError: an unknown mutation kind.
         SyntaxError: the source does not parse.
     """
-    ctx = analyse(source, tensor_params)
-    seen: set[str] = set()
-    out = []
-    for kind in kinds or list(MUTATIONS):
-        for p in MUTATIONS[kind](ctx):
-            if p.source not in seen:
-                seen.add(p.source)
-                out.append(p)
-    return out
+    return run_operators(analyse(source, tensor_params), [(MUTATIONS[k], None) for k in kinds or list(MUTATIONS)])

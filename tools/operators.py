@@ -572,12 +572,16 @@ def propose(source: str, operator_ids: list, tensor_params: list[str] | None = N
         KeyError: an unknown operator id.
         SyntaxError: the source does not parse.
     """
-    ctx = analyse(source, tensor_params)
+    items = [(item, None) if isinstance(item, str) else item for item in operator_ids]
+    return run_operators(analyse(source, tensor_params), [(OPERATORS[op], params) for op, params in items])
+
+
+def run_operators(ctx: Context, operators: list[tuple[Operator, dict | None]]) -> list[Patch]:
+    """The patches of each operator in turn whose params match, without duplicate sources."""
     seen = set()
     out = []
-    for item in operator_ids:
-        op, params = (item, None) if isinstance(item, str) else item
-        for p in OPERATORS[op](ctx):
+    for op, params in operators:
+        for p in op(ctx):
             if p.source not in seen and matches(p, params):
                 seen.add(p.source)
                 out.append(p)
