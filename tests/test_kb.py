@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import ROOT, axpy_swapped
 
 from kb import embed
 from kb.engine import plan
@@ -97,7 +97,7 @@ def test_search_by_text_and_category_filter(store):
 
 
 def test_learned_entry_is_deduplicated_and_replayed_first(store):
-    src = open(os.path.join(FIXTURES, "axpy_swapped", "candidate.py")).read()
+    src = axpy_swapped()
     diag = {"symptoms": ["fails_on_default", "all_elements_wrong"]}
     cold = plan(src, diag, ["x", "z"], store=store)
     fix = next(i for i, p in enumerate(cold.patches) if "](x, z, y" in p.source)

@@ -3,14 +3,14 @@ stored in the ``learned`` collection; a second run replays it first and needs fe
 
 import os
 
-from conftest import FIXTURES
+from conftest import FIXTURES, axpy_swapped
 
 from graph.build import graph
 
 
 def _run(tmp_path, name):
     ref = open(os.path.join(FIXTURES, "vadd", "reference.py")).read()  # y = x + alpha * z
-    cand = open(os.path.join(FIXTURES, "axpy_swapped", "candidate.py")).read()  # launched with x and z swapped
+    cand = axpy_swapped()  # launched with x and z swapped
     out = graph.invoke({"candidate_source": cand, "reference_source": ref, "name": name,
                         "options": {"out": str(tmp_path / name), "backend": "interpreter", "targets": "none"}})
     return out["report"]
