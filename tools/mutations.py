@@ -12,10 +12,8 @@ accepted one can be replayed first by a later run (``kb.learn``).
 from __future__ import annotations
 
 import ast
-from typing import Callable
-
 from tools.arith_operators import constant_alternatives
-from tools.operators import Context, _calls, _names, _patch, analyse, run_operators
+from tools.operators import Context, Operator, _calls, _names, _patch, analyse, run_operators
 from tools.records import Patch
 
 _FLIPS = {ast.Lt: ["<=", ">"], ast.LtE: ["<", ">="], ast.Gt: [">=", "<"], ast.GtE: [">", "<="],
@@ -128,10 +126,8 @@ def mut_canonical_literal(ctx: Context) -> list[Patch]:
     return out
 
 
-Mutation = Callable[[Context], list[Patch]]
-
 #: Generic mutations by id, in the order the engine tries them.
-MUTATIONS: dict[str, Mutation] = {
+MUTATIONS: dict[str, Operator] = {
     "flip_compare": mut_flip_compare,
     "index_shift": mut_index_shift,
     "swap_operands": mut_swap_operands,
