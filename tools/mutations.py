@@ -12,6 +12,7 @@ accepted one can be replayed first by a later run (``kb.learn``).
 from __future__ import annotations
 
 import ast
+
 from tools.arith_operators import constant_alternatives
 from tools.operators import Context, Operator, _calls, _names, _patch, analyse, run_operators
 from tools.records import Patch
