@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from agents.common import forget_runner, runner_stats, settings, source_hash
+from kb import learn
 from tools.records import EvalResult
 from tools.report import SCHEMA, write_run_folder
 from tools.source_edit import unified_diff
@@ -49,6 +50,7 @@ def convergence_judge(state: dict) -> dict:
         update["pending_patch"] = None
         update["last_eval"] = None
         if ev.passed and audit.get("passed"):
+            record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
                            repaired=last["source"])

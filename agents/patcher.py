@@ -1,10 +1,11 @@
 """Patcher: propose one minimal edit for the diagnosis.
 
-The offline engine ranks repair patterns from the knowledge base by the diagnosis'
-symptoms, generates every single edit their operators allow on the best candidate so far,
-and screens them in ranked order on the smallest failing input (many per sandboxed
-process). The first edit that passes there is proposed; if none does, the one that
-lowers the error most. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
+The offline engine (``kb.engine.plan``) orders every single edit of the best candidate so
+far: replays of learned repairs with matching symptoms, then the operators of the patterns
+retrieved from the knowledge base, then generic mutations. The patcher screens them in
+that order on the smallest failing input (many per sandboxed process) within the
+evaluation budget. The first edit that passes there is proposed; if none does, the one
+that lowers the error most. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
 (``agents.llm_patcher``), or ``auto`` (this one until it is exhausted, then the LLM).
 """
 
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
-from kb.retrieve import rank_patterns
-from tools.operators import propose
+from kb.engine import plan
 from tools.records import EvalResult
 
 
@@ -40,12 +40,9 @@ def offline_patcher(state: dict) -> dict:
                 "reason": "the candidate does not finish in time; no repair operator addresses a hang"}
     r = runner(state)
     diag = state.get("diagnosis", {})
-    ranked = rank_patterns(diag.get("symptoms", []))
-    ops = [p["operator"] for _, p in ranked]
-    tried = set(state.get("tried", []))
-    best = state["best_source"]
-    tensor_params = _tensor_params(state)
-    patches = [p for p in propose(best, ops, tensor_params) if source_hash(p.source) not in tried]
+    engine = plan(state["best_source"], diag, _tensor_params(state), tried=set(state.get("tried", [])), key=source_hash)
+    patches = engine.patches
+    kb = {"patterns": engine.patterns, "learned": len(engine.learned), "retrieval_s": engine.retrieval_s}
     target = diag.get("smallest_failing") or r.smallest(r.ids("search"))
     base = EvalResult(**state["best_eval"])
     base_v = next((v for v in base.variants if v.variant_id == target), None)
@@ -66,16 +63,17 @@ def offline_patcher(state: dict) -> dict:
         for p, res in zip(batch, results):
             screened.append(source_hash(p.source))
             if res.variants and all(v.status == "pass" for v in res.variants):
-                chosen = {**p.model_dump(), "screen": {"variant": target, "status": "pass"}}
+                chosen = {**p.model_dump(), "screen": {"variant": target, "status": "pass"}, "kb": kb}
                 return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
             if res.score() < base_score and (best_partial is None or res.score() < best_partial[0]):
                 best_partial = (res.score(), p, res)
     if best_partial is not None:
         _, p, res = best_partial
-        chosen = {**p.model_dump(), "screen": {"variant": target, "status": res.status, "partial": True}}
+        chosen = {**p.model_dump(), "screen": {"variant": target, "status": res.status, "partial": True}, "kb": kb}
         return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
     return {"pending_patch": None, "tried": screened, "evaluations": r.evaluations, "exhausted": True,
-            "reason": f"no untried edit from {len(ops)} patterns passes or improves {target}"}
+            "reason": f"no untried edit ({len(screened)} screened: learned, patterns, mutations) passes or improves "
+                      f"{target}"}
 
 
 def _tensor_params(state: dict) -> list[str] | None:

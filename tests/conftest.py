@@ -26,3 +26,11 @@ def vadd_fixed() -> str:
 @pytest.fixture
 def vadd_candidate() -> str:
     return fixture_text("vadd", "candidate.py")
+
+
+def axpy_swapped() -> str:
+    """The correct vadd kernel launched with ``x`` and ``z`` swapped: a near-miss no KB pattern's operator
+    repairs (only the generic swap of launch arguments does)."""
+    fixed = fixture_text("vadd", "fixed.py")
+    assert "_axpy_kernel[grid](x, z, y" in fixed
+    return fixed.replace("_axpy_kernel[grid](x, z, y", "_axpy_kernel[grid](z, x, y")

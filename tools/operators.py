@@ -119,11 +119,18 @@ def analyse(source: str, tensor_params: list[str] | None = None) -> Context:
     return Context(source, tree, SourceMap(source), kernels, forward, tensor_params or [])
 
 
-def _patch(ctx: Context, op: str, desc: str, node: ast.AST, new_source: str) -> Patch | None:
+#: Operators whose every edit site is itself a defect idiom (they fire on nothing else).
+SUSPICIOUS_SITES = {"grid_ceil", "accumulator_fp32", "true_length", "index_scalar_load", "tail_mask"}
+IDENTITY = {"sum": "0.0", "max": NEG_INF, "argmax": NEG_INF, "min": 'float("inf")', "argmin": 'float("inf")'}
+
+
+def _patch(ctx: Context, op: str, desc: str, node: ast.AST, new_source: str, params: dict | None = None,
+           suspicious: bool | None = None) -> Patch | None:
     if new_source == ctx.source or not parses(new_source):
         return None
     return Patch(operator=op, description=desc, line=getattr(node, "lineno", 0), source=new_source,
-                 diff=unified_diff(ctx.source, new_source))
+                 diff=unified_diff(ctx.source, new_source), params=params or {},
+                 suspicious=op in SUSPICIOUS_SITES if suspicious is None else suspicious)
 
 
 def _calls(fn: ast.AST, *names: str) -> list[ast.Call]:
@@ -142,16 +149,30 @@ def _replace_call_args(ctx: Context, call: ast.Call, extra: str) -> str:
 
 
 # ------------------------------------------------------------------ operators
+def _norm(expr: str) -> str:
+    return ast.unparse(ast.parse(expr, mode="eval").body)
+
+
 def op_load_fill(ctx: Context) -> list[Patch]:
-    """Change the ``other=`` fill of a masked load (0 for sums, -inf for max / log-sum-exp)."""
+    """Change the ``other=`` fill of a masked load (0 for sums, -inf for max / log-sum-exp).
+
+    An edit is suspicious when the load's fill is not the identity of the reduction its
+    value reaches and the new fill is.
+    """
     out = []
     for k in ctx.kernels:
+        feeds = {}
+        for asg in _assigns(k.node):
+            for c in ast.walk(asg.value):
+                if _is_tl(c, "load"):
+                    feeds[id(c)] = _feeds_reduction(k, asg)
         for call in _calls(k.node, "load"):
             mask = _kw(call, "mask", 1)
             if mask is None:
                 continue
             other = _kw(call, "other", 2)
             cur = ast.unparse(other) if other is not None else None
+            ident = IDENTITY.get(feeds.get(id(call)) or "")
             for fill in ("0.0", NEG_INF, 'float("inf")'):
                 if cur is not None and ast.unparse(ast.parse(fill, mode="eval").body) == cur:
                     continue
@@ -159,7 +180,9 @@ def op_load_fill(ctx: Context) -> list[Patch]:
                     new = ctx.sm.replace(other, fill)
                 else:
                     new = _replace_call_args(ctx, call, f"other={fill}")
-                p = _patch(ctx, "load_fill", f"line {call.lineno}: masked load fills padded lanes with {fill}", call, new)
+                odd = ident is not None and fill == ident and (cur is None or cur != _norm(ident))
+                p = _patch(ctx, "load_fill", f"line {call.lineno}: masked load fills padded lanes with {fill}", call, new,
+                           {"fill": fill}, odd)
                 if p:
                     out.append(p)
     return out
@@ -173,7 +196,15 @@ def op_add_mask(ctx: Context) -> list[Patch]:
     """Add a missing mask to a load or store, or AND a missing mask into an incomplete one."""
     out = []
     for k in ctx.kernels:
-        for call in _calls(k.node, "load", "store"):
+        calls = _calls(k.node, "load", "store")
+        masks_used = set()
+        for c in calls:
+            m = _kw(c, "mask", 2 if c.func.attr == "store" else 1)
+            masks_used |= _names(m) if m is not None else set()
+        mask_names = {n for text in k.masks.values() for n in _names(ast.parse(text, mode="eval"))}
+        tile = "2d" if any(isinstance(n, ast.Subscript) and "None" in ast.unparse(n.slice)  # x[:, None]: 2-D tiles
+                           for n in ast.walk(k.node)) else "1d"
+        for call in calls:
             is_store = call.func.attr == "store"
             mask = _kw(call, "mask", 2 if is_store else 1)
             used = _names(mask) if mask is not None else set()
@@ -187,7 +218,12 @@ def op_add_mask(ctx: Context) -> list[Patch]:
                 else:
                     new = ctx.sm.replace(mask, f"({ctx.sm.text(mask)}) & {m}")
                     desc = f"line {call.lineno}: add {m} to the {call.func.attr}'s mask"
-                p = _patch(ctx, "add_mask", desc, call, new)
+                # suspicious: a mask the kernel builds but no load/store uses, or an unmasked block access among
+                # masked ones (its address uses a masked index or builds a block); a per-program scalar store is fine
+                addr = call.args[0] if call.args else call
+                block = bool(_names(addr) & mask_names) or bool(_calls(addr, "arange", "full"))
+                odd = m not in masks_used or (mask is None and bool(masks_used) and block)
+                p = _patch(ctx, "add_mask", desc, call, new, {"tile": tile}, odd)
                 if p:
                     out.append(p)
     return out
@@ -250,7 +286,7 @@ def op_remask(ctx: Context) -> list[Patch]:
             for fill in fills:
                 new = ctx.sm.replace(asg.value, f"tl.where({mask}, {ctx.sm.text(asg.value)}, {fill})")
                 p = _patch(ctx, "remask", f"line {asg.lineno}: re-mask padded lanes of {name}: tl.where({mask}, ..., {fill}) "
-                           f"before tl.{red}", asg, new)
+                           f"before tl.{red}", asg, new, {"fill": fill}, red in ("max", "argmax") and fill == NEG_INF)
                 if p:
                     out.append(p)
     return out
@@ -513,19 +549,40 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-def propose(source: str, operator_ids: list[str], tensor_params: list[str] | None = None) -> list[Patch]:
+# More operators build on the helpers above and add themselves to OPERATORS when imported.
+import tools.arith_operators  # noqa: E402,F401
+import tools.index_operators  # noqa: E402,F401
+
+
+def matches(patch: Patch, params: dict | None) -> bool:
+    """True when every given parameter equals the patch's (no parameters match every patch)."""
+    return all(str(patch.params.get(k)) == str(v) for k, v in (params or {}).items())
+
+
+def propose(source: str, operator_ids: list, tensor_params: list[str] | None = None) -> list[Patch]:
     """All single-edit patches of the given operators, in operator order, without duplicates.
+
+    Args:
+        source: the candidate source.
+        operator_ids: operator ids, or ``(id, params)`` pairs: a pair keeps only the operator's
+            patches whose ``params`` match (e.g. ``("load_fill", {"fill": '-float("inf")'})``).
+        tensor_params: names of ``ModelNew.forward`` parameters that receive tensors.
 
     Raises:
         KeyError: an unknown operator id.
         SyntaxError: the source does not parse.
     """
-    ctx = analyse(source, tensor_params)
+    items = [(item, None) if isinstance(item, str) else item for item in operator_ids]
+    return run_operators(analyse(source, tensor_params), [(OPERATORS[op], params) for op, params in items])
+
+
+def run_operators(ctx: Context, operators: list[tuple[Operator, dict | None]]) -> list[Patch]:
+    """The patches of each operator in turn whose params match, without duplicate sources."""
     seen = set()
     out = []
-    for op in operator_ids:
-        for p in OPERATORS[op](ctx):
-            if p.source not in seen:
+    for op, params in operators:
+        for p in op(ctx):
+            if p.source not in seen and matches(p, params):
                 seen.add(p.source)
                 out.append(p)
     return out

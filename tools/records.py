@@ -123,6 +123,10 @@ class Patch(BaseModel):
     line: int = Field(description="1-based line of the candidate the edit touches")
     source: str = Field(description="the whole patched candidate source")
     diff: str = ""
+    params: dict = Field(default_factory=dict, description="the operator's parameters for this edit (what a learned entry replays)")
+    suspicious: bool = Field(default=False, description="the edited site is a known defect idiom (floor-divided grid, fp16 "
+                             "accumulator, fill that is not the identity of the reduction it feeds...), not merely a site the "
+                             "operator can edit; retrieval ranks the operator's patterns higher")
 
 
 class KernelCompile(BaseModel):
