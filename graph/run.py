@@ -224,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(report, indent=1))
-    console.print(f"[bold]{status}[/bold]: {report.get('reason', '')}"
-                  + (f"\nrepaired kernel: {report['repaired_path']}" if report.get("repaired_path") else ""))
+    elif not args.quiet:  # the verdict on stdout; progress stays on stderr
+        print(f"{status}: {report.get('reason', '')}"
+              + (f"\nrepaired kernel: {report['repaired_path']}" if report.get("repaired_path") else ""))
     return EXIT.get(status, 1)
 
 

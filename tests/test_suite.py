@@ -70,7 +70,7 @@ def test_replay_command_reproduces_a_failing_variant(tmp_path):
     for name, f in (("reference.py", "reference.py"), ("original.py", "candidate.py"), ("fixed.py", "fixed.py")):
         (tmp_path / name).write_text(fixture_text("vadd", f))
     cmd = replay_command(str(tmp_path), "default/seed1")
-    assert cmd.startswith("python -m tools.replay ") and cmd.endswith("default/seed1")
+    assert " -m tools.replay " in cmd and cmd.endswith("default/seed1")
     assert main([str(tmp_path), "default/seed1"]) == 1
     assert main([str(tmp_path), "default/seed1", "--source", str(tmp_path / "fixed.py")]) == 0
     assert main([str(tmp_path), "no/such/variant"]) == 2

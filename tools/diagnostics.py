@@ -155,14 +155,23 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
         add("reduced_precision_inputs")
     findings: list[str] = []
     localisation: list[dict] = []
-    for v in failing:
+    seen_in: dict[str, set[str]] = {}
+    with_errors = [v for v in failing if any(not e.ok for e in v.errors)]
+    for v in with_errors:
         for e in v.errors:
             for rel in e.relations:
                 name, _, detail = rel.partition(":")
-                add(name)
+                seen_in.setdefault(name, set()).add(v.variant_id)
                 if not any(x["name"] == name for x in localisation):
                     localisation.append({"name": name, "detail": detail, "variant": v.variant_id,
                                          "output": e.output_index})
+    # A relation is a symptom when it holds on at least half the failing variants: a structural
+    # fault (a shift, a transposition) shows on all of them, a coincidence on one regime does not.
+    quorum = max(1, (len(with_errors) + 1) // 2)
+    for loc in localisation:
+        loc["variants"] = len(seen_in[loc["name"]])
+        if loc["variants"] >= quorum:
+            add(loc["name"])
     for v in failing:
         _tensor_symptoms(v, add)
         if v.inputs_mutated:
@@ -180,9 +189,10 @@ def diagnose(result: EvalResult, variants: list[dict]) -> dict:
     passed = [v.variant_id for v in result.variants if v.status == "pass"]
     fault = fault_class(symptoms)
     for loc in localisation:
-        findings.insert(0, f"{loc['name']}{' (' + loc['detail'] + ')' if loc['detail'] else ''} on {loc['variant']}: "
+        findings.insert(0, f"{loc['name']}{' (' + loc['detail'] + ')' if loc['detail'] else ''} on {loc['variant']}"
+                           f"{' and ' + str(loc['variants'] - 1) + ' more' if loc['variants'] > 1 else ''}: "
                            f"{RELATIONS.get(loc['name'], '')}")
-    summary = (f"{len(failing)} of {len(result.variants)} evaluated variants fail"
+    summary = (f"{len(failing)} of {len(result.variants)} variants of the search suite fail"
                + (f" ({', '.join(symptoms)})" if symptoms else "")
                + (f"; likely fault: {fault['name']} ({fault['reading']})" if failing else "")
                + (f"; passes {', '.join(passed[:4])}{'...' if len(passed) > 4 else ''}" if passed else ""))

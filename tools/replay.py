@@ -17,8 +17,8 @@ import tempfile
 
 
 def replay_command(run_dir: str, variant_id: str) -> str:
-    """The one-line shell command that replays ``variant_id`` of the run in ``run_dir``."""
-    return f"python -m tools.replay {shlex.quote(run_dir)} {shlex.quote(variant_id)}"
+    """The one-line shell command that replays ``variant_id`` of the run in ``run_dir`` (this Python, so the venv's)."""
+    return f"{shlex.quote(sys.executable)} -m tools.replay {shlex.quote(run_dir)} {shlex.quote(variant_id)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,7 +64,10 @@ def render_markdown(report: dict, diff: str = "") -> str:
                       f"dtypes {v.get('dtypes')}", ""]
         replays = [suite[i] for i in diag.get("failing", [])[:6] if i in suite and suite[i].get("replay")]
         if replays:
-            lines += ["Replay a failing variant:", "", "```"] + [v["replay"] for v in replays] + ["```", ""]
+            n = len(diag.get("failing", []))
+            lines += [f"Replay a failing variant ({'the first ' + str(len(replays)) + ' of ' + str(n) if n > len(replays) else 'all ' + str(n)}; "
+                      "exit 0 pass, 1 fail; `--source FILE` replays another version):", "", "```"]
+            lines += [v["replay"] for v in replays] + ["```", ""]
     if diff:
         lines += ["## Repair", "", "```diff", diff.rstrip(), "```", ""]
     comp = report.get("compile") or {}
