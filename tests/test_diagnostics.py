@@ -86,3 +86,9 @@ def test_a_relation_on_one_variant_of_many_is_not_a_symptom():
     assert "scaled" in d["symptoms"] and "shifted_by_one" not in d["symptoms"]
     assert d["fault_class"]["name"] != "off_by_one"
     assert any(x["name"] == "shifted_by_one" for x in d["localisation"])  # still reported, as a lead
+
+
+def test_stale_tail_is_the_grid_and_a_right_first_row_alone_is_indexing():
+    assert fault_class(["aligned_passes", "fails_on_default", "stale_tail"])["name"] == "grid_or_chunk"
+    assert fault_class(["fails_on_default", "all_elements_wrong", "first_row_ok"])["name"] == "indexing"
+    assert fault_class(["noncontiguous", "first_row_ok"])["name"] == "stride"

@@ -53,8 +53,9 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("indexing", {"periodic"}, None, "the same lanes of every block are wrong: a per-block index or mask offset"),
     ("alignment", {"independent_sizes"}, None, "the kernel assumes two inputs share a size (query vs key length: "
                                                "a causal mask aligned to the wrong corner) that the reference lets differ"),
-    ("grid_or_chunk", {"past_block_boundary"}, None,
-     "the grid, a chunk loop or a chunk mask breaks once a size passes one block or chunk"),
+    ("grid_or_chunk", {"past_block_boundary", "stale_tail"}, None,
+     "the grid, a chunk loop or a chunk mask breaks once a size passes one block or chunk (only the elements "
+     "past the last full block or chunk are wrong)"),
     ("stride", {"noncontiguous"}, None, "the kernel assumes contiguous inputs (strides)"),
     ("precision", {"dtype_float16"}, None, "intermediate precision: fp16 accumulation or arithmetic"),
     ("precision", {"reduced_precision_inputs"}, {"value_regime_large", "nan_or_inf"},
@@ -79,6 +80,8 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("mask_tail", {"scalar_output"}, None, "a scalar result is written by several lanes or programs (a store without "
                                            "the lane mask, or without an atomic)"),
     ("nothing_stored", {"zeros"}, None, "the kernel stores nothing (a mask that is always false)"),
+    ("indexing", {"first_row_ok"}, None, "row 0 is right and later rows are wrong: a per-row value or offset "
+                                         "is read for row 0 only"),
     ("runtime", {"runtime_error"}, None, "the kernel raises while running"),
 ]
 
