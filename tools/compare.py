@@ -93,10 +93,8 @@ def compare_tensor(cand, ref: torch.Tensor, index: int = 0,
         bad |= (c_inf != r_inf) | (c_inf & r_inf & (torch.sign(c) != torch.sign(r)))
     n = max(r.numel(), 1)
     rel = diff / (r.abs() + 1e-12)
-    first = None
-    if bad.any():
-        first = [int(i) for i in bad.nonzero()[0].tolist()]
     ok = not bool(bad.any())
+    first = None if ok else [int(i) for i in bad.nonzero()[0].tolist()]
     if ref.dtype != cand.dtype and ref.is_floating_point() != cand.is_floating_point():
         ok = False
         rec_msg = f"output {index} dtype {cand.dtype} vs reference {ref.dtype}"

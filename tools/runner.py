@@ -133,8 +133,7 @@ class Runner:
                 f.write(src)
             paths.append(p)
         events: list[dict] = []
-        suite_dir = os.path.dirname(self._inputs_path)
-        deny_read = [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]
+        deny_read = self._deny_read()
         startups: list[float] = []
         start_at = 0
         crash_notes: dict[tuple[int, str | None], tuple[str, str]] = {}
@@ -178,6 +177,11 @@ class Runner:
             shutil.rmtree(d, ignore_errors=True)
         return results
 
+    def _deny_read(self) -> list[str]:
+        """Files a candidate process may not read: the reference's outputs and source."""
+        suite_dir = os.path.dirname(self._inputs_path)
+        return [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]
+
     def probe(self, source: str, variant_id: str, kernel: str | None = None, names: list[str] | None = None,
               program_ids: list[list[int]] | None = None) -> dict:
         """Record intermediate kernel values of ``source`` on one variant (interpreter only; ``tools.probes``).
@@ -207,12 +211,9 @@ class Runner:
         with open(path, "w") as f:
             f.write(code)
         job = os.path.join(d, "job.json")
-        suite_dir = os.path.dirname(self._inputs_path)
         with open(job, "w") as f:
             json.dump({"inputs_path": self._inputs_path, "candidate_path": path, "variant_id": variant_id,
-                       "program_ids": program_ids or [], "out_dir": d,
-                       "deny_read": [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]},
-                      f)
+                       "program_ids": program_ids or [], "out_dir": d, "deny_read": self._deny_read()}, f)
         run = run_worker(["probe", job], os.path.join(d, "sandbox"), self.backend.env, timeout_s=self.timeout_s,
                          memory_bytes=self.backend.memory_bytes, warm=True)
         self.evaluations += 1

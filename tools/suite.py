@@ -145,6 +145,23 @@ def _seeded(fn: Callable[[], list], seed: int) -> list:
     return list(fn())
 
 
+def _draw_sized(module, sizes: dict[str, int], seed: int, default_init: list) -> tuple[list, list | None] | None:
+    """``get_inputs()`` under ``seed`` and the changed constructor arguments with some size globals set.
+
+    The module's globals are restored afterwards. Returns None when the reference refuses the sizes.
+    """
+    old = {n: getattr(module, n) for n in sizes}
+    try:
+        for n, v in sizes.items():
+            setattr(module, n, v)
+        return _seeded(module.get_inputs, seed), _init_of(module, default_init)
+    except Exception:  # noqa: BLE001 - any exception of the reference's input code means "not these sizes"
+        return None
+    finally:
+        for n, v in old.items():
+            setattr(module, n, v)
+
+
 def _init_of(module, default: list | None) -> list | None:
     """``get_init_inputs()`` as the module's globals now stand; None when it equals ``default``."""
     fn = getattr(module, "get_init_inputs", None)
@@ -226,7 +243,6 @@ def _boundary_variants(module, names: list[str], boundaries: list[int], default_
     such constant whose inputs stay under ``BOUNDARY_NUMEL`` elements; the other integers
     shrink to at most 4 so that the interpreter's cost, one program after another, stays low.
     """
-    get = module.get_inputs
     old = {n: getattr(module, n) for n in names}
     out = []
     for name in names:
@@ -236,17 +252,10 @@ def _boundary_variants(module, names: list[str], boundaries: list[int], default_
         for c in boundaries:
             if c < old[name]:
                 continue
-            try:
-                for other in names:
-                    setattr(module, other, min(old[other], 4))
-                setattr(module, name, c + 1)
-                inputs = _seeded(get, 1)
-                init = _init_of(module, default_init)
-            except Exception:  # noqa: BLE001 - the reference does not accept these sizes: not a variant
+            drawn = _draw_sized(module, {**{o: min(old[o], 4) for o in names}, name: c + 1}, 1, default_init)
+            if drawn is None:  # the reference does not accept these sizes: not a variant
                 continue
-            finally:
-                for n, v in old.items():
-                    setattr(module, n, v)
+            inputs, init = drawn
             if _numel(inputs) <= BOUNDARY_NUMEL:
                 fitting.append((c + 1, inputs, init))
         chosen = fitting if len(fitting) <= MAX_BOUNDARIES else [fitting[0], fitting[-1]]
@@ -299,14 +308,10 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
             if old > 3 and old & (old - 1):  # not a power of two: also a block-aligned size below it
                 plan.append(("search", 1 << (old.bit_length() - 1), 1, "aligned"))
             for split, new, seed, kind in plan:
-                setattr(module, name, new)
-                try:
-                    inputs = _seeded(get, seed)
-                    init = _init_of(module, default_init)
-                except Exception:  # the reference does not accept this size: not a variant
+                drawn = _draw_sized(module, {name: new}, seed, default_init)
+                if drawn is None:  # the reference does not accept this size: not a variant
                     continue
-                finally:
-                    setattr(module, name, old)
+                inputs, init = drawn
                 out.append(Variant(f"{kind}/{name}={new}/seed{seed}", split, seed,
                                    f"{name} = {new} (was {old}{'; a power of two' if kind == 'aligned' else ''}) "
                                    f"under seed {seed}"
