@@ -15,8 +15,9 @@ import sys
 import time
 
 from rich.console import Console
+from tools.report import EXIT_CODES
 
-EXIT = {"repaired": 0, "already_correct": 0, "failing": 1, "not_repaired": 1, "rejected": 1, "invalid_input": 2}
+EXIT = EXIT_CODES
 
 
 class _Parser(argparse.ArgumentParser):
