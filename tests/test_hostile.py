@@ -23,7 +23,7 @@ EXPECTED = {
     "subprocess_shell": ("runtime_error", "process creation"),
     "open_socket": ("runtime_error", "network"),
     "write_outside": ("runtime_error", "not allowed"),
-    "read_expected": ("runtime_error", "not allowed"),
+    "read_expected": ("mismatch", "outside"),  # no expected.pt exists inside the sandbox: it returns its copy
     "read_api_key": ("pass", ""),  # it computes y + len(key): right only if it saw no key
     "print_100mb": ("pass", ""),
     "equals_anything": ("mismatch", "not a torch.Tensor"),

@@ -268,6 +268,22 @@ def same_layout_variants(variants: list[dict], most: int = 4) -> list[str]:
     return [first["id"]] + same[: most - 1]
 
 
+def causality_findings(real: EvalResult, poisoned: EvalResult) -> list[Finding]:
+    """An error when outputs stay right with every kernel store poisoned (``tools.causality``).
+
+    Args:
+        real: the candidate's audit run.
+        poisoned: the same variants run with the candidate's kernels storing ``POISON``.
+    """
+    passed = {v.variant_id for v in real.variants if v.status == "pass"}
+    for v in poisoned.variants:
+        if v.variant_id in passed and v.status == "pass":
+            return [Finding(check="kernel_causality", severity="error",
+                            message=f"{v.variant_id}: the outputs are still right when every Triton kernel stores "
+                                    "poison: the kernels did not compute them")]
+    return []
+
+
 def audit_candidate(runner, source: str, reference_source: str | None, original_source: str | None = None,
                     variant_ids: list[str] | None = None) -> AuditRun:
     """Static checks, then one audit run in a fresh sandboxed process, then anti-degeneration.
@@ -289,9 +305,17 @@ def audit_candidate(runner, source: str, reference_source: str | None, original_
         An ``AuditRun``: findings (one per check; ``heldout`` for held-out variants that fail)
         and the evaluations.
     """
+    from tools.causality import poison_kernels
+
     findings = run_static_checks(source, reference_source)
     ids = variant_ids or runner.ids("search")[:1] + runner.ids("heldout")
-    runs = runner.screen([source] + ([original_source] if original_source is not None else []), ids, audit=True)
+    sources = [source] + ([original_source] if original_source is not None else [])
+    poisoned = poison_kernels(source)
+    if poisoned is not None:  # last, so a poisoned copy that crashes cannot disturb the real runs
+        sources.append(poisoned[0])
+    runs = runner.screen(sources, ids, audit=True)
+    if poisoned is not None:
+        findings += causality_findings(runs[0], runs.pop())
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:
         findings += degeneration_findings(original_source, source, runs[1], runs[0], runner.backend.name)
