@@ -81,10 +81,13 @@ def check_host_allowlist(c) -> Finding | None:
 
 def host_findings(c) -> list[Finding]:
     """Every host-code error of a parsed candidate, in source order."""
+    from tools.causality import triton_kernels
+
     out: list[Finding] = []
-    kernels = {id(k) for k in c.kernels}
+    real = triton_kernels(c.tree)  # decorators resolved through the imports, not by their last name
+    kernels = {id(k) for k in real}
     in_kernel: set[int] = set()
-    for k in c.kernels:
+    for k in real:
         in_kernel |= {id(x) for x in ast.walk(k)}
     for n in _audited(c.tree):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
