@@ -234,9 +234,11 @@ def cmd_eval(job: dict) -> int:
     audit_probe = _audit_probe(job)
     start_at = job.get("start_at", 0)
     paths = {k: _write_source(f"cand{k}", src) for k, src in enumerate(job["candidates"]) if k >= start_at}
+    from tools.dynamic_checks import poison_freed_memory
+    poison_freed_memory()  # an unwritten output never shows values a previous candidate left in memory
     _confine()
     fh = None
-    if True:
+    if True:  # (kept indented: the body was a ``with open(events)`` block before results went on a pipe)
         _emit(fh, event="ready", startup_s=time.time() - T_START)
         for k, path in paths.items():
             _emit(fh, event="start", cand=k, variant=None)
