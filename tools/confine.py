@@ -40,12 +40,13 @@ def _norm(path) -> str | None:
     return os.path.realpath(path) if path else None
 
 
-def confine(write_dirs: list[str], deny_read: list[str]) -> None:
+def confine(write_dirs: list[str], deny_read: list[str], allow_process: bool = False) -> None:
     """Install the audit hook (irreversible for the life of the process).
 
     Args:
         write_dirs: folders (and everything under them) that may be written.
         deny_read: files that may not be opened at all.
+        allow_process: let process creation through (the GPU compile worker runs ``ptxas``).
     """
     allowed = tuple(os.path.realpath(d) + os.sep for d in write_dirs)
     denied = frozenset(os.path.realpath(p) for p in deny_read)
@@ -63,7 +64,7 @@ def confine(write_dirs: list[str], deny_read: list[str]) -> None:
                       (isinstance(flags, int) and flags & _WRITE_FLAGS)
             if writing and not may_write(p):
                 raise PermissionError(f"nearmiss sandbox: writing {p} is not allowed")
-        elif event in _PROCESS:
+        elif event in _PROCESS and not allow_process:
             raise PermissionError(f"nearmiss sandbox: {event} (process creation) is not allowed")
         elif event in _NETWORK:
             raise PermissionError(f"nearmiss sandbox: {event} (network) is not allowed")

@@ -40,12 +40,12 @@ def _emit(_fh=None, **event) -> None:
     send_frame(int(os.environ["NEARMISS_RESULT_FD"]), event)
 
 
-def _confine(allow_exec: bool = False) -> None:
-    """Seccomp filter and audit hook; the only writable place is the scratch folder (cwd)."""
+def _confine(allow_exec: bool = False, write_dirs: tuple[str, ...] = ()) -> None:
+    """Seccomp filter and audit hook; writable: the scratch folder (cwd) and ``write_dirs``."""
     from tools.confine import confine, install_seccomp
     if not install_seccomp(allow_exec=allow_exec) and os.environ.get("NEARMISS_UNSAFE_NO_SANDBOX") != "1":
         raise SystemExit("nearmiss sandbox: libseccomp is missing; refusing to run untrusted code")
-    confine(write_dirs=[os.getcwd()], deny_read=[])
+    confine(write_dirs=[os.getcwd(), *write_dirs], deny_read=[], allow_process=allow_exec)
 
 
 def _write_source(name: str, source: str) -> str:
