@@ -31,6 +31,12 @@ from tools.static_checks import _is_jit, run_static_checks
 #: fallback recomputes from the inputs and reads all of them at least once (ratio >= 1).
 #: 0.5 sits between the two with a factor of 2 on either side for rows of 4 or more.
 TORCH_FALLBACK_FRACTION = 0.5
+#: With every kernel store poisoned, at most this fraction of the nonzero expected output
+#: elements may still be right. An honest kernel leaves none right (every element it
+#: stores is poison; zeros from zero-initialised outputs are not counted); 1% leaves room for
+#: a reference whose outputs repeat a value a host constant fills in. A partial fallback
+#: (torch recomputing the rows a kernel gets wrong) keeps those rows right.
+CAUSALITY_FRACTION = 0.01
 #: Floating dtypes below fp32; a kernel fed these while the forward got fp32 downgrades.
 LOW_PRECISION = {"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
@@ -281,6 +287,12 @@ def causality_findings(real: EvalResult, poisoned: EvalResult) -> list[Finding]:
             return [Finding(check="kernel_causality", severity="error",
                             message=f"{v.variant_id}: the outputs are still right when every Triton kernel stores "
                                     "poison: the kernels did not compute them")]
+    for v in poisoned.variants:
+        frac = (v.audit or {}).get("right_nonzero_frac", 0.0)
+        if v.variant_id in passed and frac >= CAUSALITY_FRACTION:
+            return [Finding(check="kernel_causality", severity="error",
+                            message=f"{v.variant_id}: {frac:.1%} of the nonzero output elements are still right when "
+                                    "every Triton kernel stores poison: they were not computed by a kernel")]
     return []
 
 
