@@ -32,12 +32,14 @@ from tools.records import Finding
 #: Modules whose import alone is an error in a candidate.
 FORBIDDEN_MODULES = {"numpy", "scipy", "marshal", "importlib", "ctypes", "cffi", "threading", "_thread",
                      "multiprocessing", "_posixsubprocess", "signal", "gc", "inspect", "types", "operator",
-                     "code", "codeop", "pickle", "dill", "cloudpickle", "numba", "jax", "cupy", "concurrent"}
+                     "code", "codeop", "pickle", "dill", "cloudpickle", "numba", "jax", "cupy", "concurrent",
+                     # the product's own modules: its probes, protocol and sandbox are not a kernel's business
+                     "tools", "agents", "graph", "kb", "nearmiss"}
 #: Dotted names (after alias resolution) that are errors wherever they appear.
 FORBIDDEN_NAMES = ("torch._C", "sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile",
                    "sys.addaudithook", "builtins.__dict__", "torch._dynamo", "torch.ops.aten", "torch.utils._python_dispatch",
                    "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
-                   "os.pipe", "os.exec", "os.spawn", "os.posix_spawn", "os.system", "os.popen", "os._exit",
+                   "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn", "os.system", "os.popen", "os._exit",
                    "os.environ")
 #: Dunder attributes host code may use.
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__file__"}

@@ -322,12 +322,10 @@ def audit_candidate(runner, source: str, reference_source: str | None, original_
     findings = run_static_checks(source, reference_source)
     ids = variant_ids or runner.ids("search")[:1] + runner.ids("heldout")
     sources = [source] + ([original_source] if original_source is not None else [])
-    poisoned = poison_kernels(source)
-    if poisoned is not None:  # last, so a poisoned copy that crashes cannot disturb the real runs
-        sources.append(poisoned[0])
     runs = runner.screen(sources, ids, audit=True)
-    if poisoned is not None:
-        findings += causality_findings(runs[0], runs.pop())
+    poisoned = poison_kernels(source)
+    if poisoned is not None:  # its own process: nothing the real run left behind (a thread, a frame) reaches it
+        findings += causality_findings(runs[0], runner.screen([poisoned[0]], ids, audit=True)[0])
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:
         findings += degeneration_findings(original_source, source, runs[1], runs[0], runner.backend.name)
