@@ -223,10 +223,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
+    finally:
+        from tools.scrub import scrub_file, scrub_tree
+        scrub_tree(run_dir, skip=("checkpoints.sqlite",))  # no secret value in any run-folder file, however it ended
     values = app.get_state(config).values
     conn.close()
-    from tools.scrub import scrub_tree
-    scrub_tree(run_dir)  # no secret-looking variable's value stays in any run-folder file
+    scrub_file(os.path.join(run_dir, "checkpoints.sqlite"))  # once SQLite has let go of it
     report = values.get("report") or {}
     status = report.get("status", "not_repaired")
     if status == "invalid_input":

@@ -274,12 +274,15 @@ def same_layout_variants(variants: list[dict], most: int = 4) -> list[str]:
     return [first["id"]] + same[: most - 1]
 
 
-def causality_findings(real: EvalResult, poisoned: EvalResult) -> list[Finding]:
+def causality_findings(real: EvalResult, poisoned: EvalResult, right_nonzero: dict[str, float] | None = None
+                       ) -> list[Finding]:
     """An error when outputs stay right with every kernel store poisoned (``tools.causality``).
 
     Args:
         real: the candidate's audit run.
         poisoned: the same variants run with the candidate's kernels storing ``POISON``.
+        right_nonzero: per variant of the poisoned run, the fraction of nonzero expected
+            elements still right (``Runner.last_right_nonzero``, computed in the parent).
     """
     passed = {v.variant_id for v in real.variants if v.status == "pass"}
     for v in poisoned.variants:
@@ -288,7 +291,7 @@ def causality_findings(real: EvalResult, poisoned: EvalResult) -> list[Finding]:
                             message=f"{v.variant_id}: the outputs are still right when every Triton kernel stores "
                                     "poison: the kernels did not compute them")]
     for v in poisoned.variants:
-        frac = (v.audit or {}).get("right_nonzero_frac", 0.0)
+        frac = (right_nonzero or {}).get(v.variant_id, 0.0)
         if v.variant_id in passed and frac >= CAUSALITY_FRACTION:
             return [Finding(check="kernel_causality", severity="error",
                             message=f"{v.variant_id}: {frac:.1%} of the nonzero output elements are still right when "
@@ -325,7 +328,8 @@ def audit_candidate(runner, source: str, reference_source: str | None, original_
     runs = runner.screen(sources, ids, audit=True)
     poisoned = poison_kernels(source)
     if poisoned is not None:  # its own process: nothing the real run left behind (a thread, a frame) reaches it
-        findings += causality_findings(runs[0], runner.screen([poisoned[0]], ids, audit=True)[0])
+        poisoned_run = runner.screen([poisoned[0]], ids, audit=True)[0]
+        findings += causality_findings(runs[0], poisoned_run, runner.last_right_nonzero[0])
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:
         findings += degeneration_findings(original_source, source, runs[1], runs[0], runner.backend.name)

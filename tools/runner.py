@@ -57,6 +57,8 @@ class Runner:
         self._n = 0
         self._inputs: dict = {}
         self._right_nonzero: dict[str, float] = {}
+        #: per source of the last ``screen``: variant id -> ``right_nonzero_fraction`` of its output
+        self.last_right_nonzero: list[dict[str, float]] = []
         os.makedirs(self.work_dir, exist_ok=True)
         check_sandbox()  # one-line SandboxUnavailable before anything runs
         if WARM_ENABLED:
@@ -178,6 +180,7 @@ class Runner:
         if startups:
             self.startup_s.append(startups[0])
         results = []
+        self.last_right_nonzero = []
         for k in range(len(sources)):
             results.append(self._result(k, variant_ids, events, crash_notes, startups[0] if startups else 0.0, d))
         if not os.environ.get("NEARMISS_KEEP_EVALS"):
@@ -253,9 +256,8 @@ class Runner:
         facts = {e["variant"]: e.get("facts") or {} for e in mine if e["event"] == "audit"}
         for r in vres:
             r.audit = facts.get(r.variant_id, {})
-            if r.variant_id in self._right_nonzero:  # computed here, from the output and the expected values
-                r.audit = {**(r.audit if isinstance(r.audit, dict) else {}),
-                           "right_nonzero_frac": self._right_nonzero.pop(r.variant_id)}
+        # computed here, from the output and the expected values (``right_nonzero_fraction``)
+        self.last_right_nonzero.append({v: self._right_nonzero.pop(v) for v in list(self._right_nonzero)})
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")

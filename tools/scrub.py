@@ -69,11 +69,13 @@ def scrub_file(path: str, environ: dict | None = None) -> bool:
     return True
 
 
-def scrub_tree(root: str, environ: dict | None = None) -> list[str]:
-    """Scrub every file under ``root``; the paths changed."""
+def scrub_tree(root: str, environ: dict | None = None, skip: tuple[str, ...] = ()) -> list[str]:
+    """Scrub every file under ``root`` but those named in ``skip`` (an open database); the paths changed."""
     changed = []
     for d, _, files in os.walk(root):
         for name in files:
+            if name in skip:
+                continue
             p = os.path.join(d, name)
             if not os.path.islink(p) and scrub_file(p, environ):
                 changed.append(p)
