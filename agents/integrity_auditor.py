@@ -63,7 +63,9 @@ def integrity_auditor(state: dict) -> dict:
         findings += compile_findings(comp, None)
     unsupported = sorted({v.variant_id for v in seen_variants if v.unsupported})
     if unsupported:
-        findings.append(Finding(check="unsupported_inputs", severity="warning",
+        # as given (--check), refusing inputs the reference accepts fails unless the user accepts declared limits
+        hard = not is_repair and not settings(state).accept_declared_limits
+        findings.append(Finding(check="unsupported_inputs", severity="error" if hard else "warning",
                                 message=f"raises on {len(unsupported)} derived variant(s) the reference accepts: "
                                         f"{', '.join(unsupported[:4])}"))
     failing = [] if is_repair else EvalResult(**state["triage"]["eval"]).failing()

@@ -58,6 +58,8 @@ class Settings:
     review: bool = field(default=False, metadata={
         "description": "interrupt before each patch is applied, for a reviewer to accept, reject or edit it"})
     check: bool = field(default=False, metadata={"description": "evaluate and audit only, no repair"})
+    accept_declared_limits: bool = field(default=False, metadata={
+        "description": "--check: a clean exception on a derived input the reference accepts is a warning, not an error"})
     out: str | None = field(default=None, metadata={"description": "run folder; default runs/<time>-<name>/"})
     atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})
     rtol: float | None = field(default=None, metadata={"description": "relative tolerance overriding the dtype table"})

@@ -49,6 +49,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--review", action="store_true",
                    help="show each patch before it is applied and ask accept / reject / edit on stdin")
     p.add_argument("--json", action="store_true", help="print report.json on stdout")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run candidates without the OS sandbox where the kernel refuses namespaces (unsafe)")
+    p.add_argument("--accept-declared-limits", action="store_true",
+                   help="--check: a clean exception on a derived input is a declared limit, not a failure")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     args = p.parse_args(argv)
@@ -114,6 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from graph.build import build_graph
+    from tools.sandbox import SandboxUnavailable, allow_unsafe, check_sandbox
+
+    allow_unsafe(args.unsafe_no_sandbox)
+    try:
+        if not check_sandbox():
+            print("warning: --unsafe-no-sandbox: candidates run without the OS sandbox", file=sys.stderr)
+    except SandboxUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     if args.resume:
         run_dir = os.path.abspath(args.resume)
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
             "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
             "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
-            "suite_budget": args.suite_budget,
+            "suite_budget": args.suite_budget, "accept_declared_limits": args.accept_declared_limits,
             "targets": args.targets, "review": args.review}.items() if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
@@ -211,8 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
+    finally:
+        from tools.scrub import scrub_file, scrub_tree
+        scrub_tree(run_dir, skip=("checkpoints.sqlite",))  # no secret value in any run-folder file, however it ended
     values = app.get_state(config).values
     conn.close()
+    scrub_file(os.path.join(run_dir, "checkpoints.sqlite"))  # once SQLite has let go of it
     report = values.get("report") or {}
     status = report.get("status", "not_repaired")
     if status == "invalid_input":

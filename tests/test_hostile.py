@@ -9,7 +9,8 @@ from tools.backends import INTERPRETER
 from tools.runner import Runner
 
 HOSTILE = os.path.join(ROOT, "tests", "hostile")
-MARKERS = ["/tmp/nearmiss_hostile_subprocess", "/tmp/nearmiss_hostile_system", "/tmp/nearmiss_hostile_write"]
+MARKERS = ["/tmp/nearmiss_hostile_subprocess", "/tmp/nearmiss_hostile_system", "/tmp/nearmiss_hostile_write",
+           "/tmp/nearmiss_hostile_ctypes", "/tmp/nearmiss_hostile_forkexec"]
 SECRET = "sk-nearmiss-test-secret-0123456789"
 
 #: hostile file -> (status, a word the message must hold)
@@ -23,12 +24,33 @@ EXPECTED = {
     "subprocess_shell": ("runtime_error", "process creation"),
     "open_socket": ("runtime_error", "network"),
     "write_outside": ("runtime_error", "not allowed"),
-    "read_expected": ("runtime_error", "not allowed"),
+    "read_expected": ("mismatch", "outside"),  # no expected.pt exists inside the sandbox: it returns its copy
     "read_api_key": ("pass", ""),  # it computes y + len(key): right only if it saw no key
     "print_100mb": ("pass", ""),
     "equals_anything": ("mismatch", "not a torch.Tensor"),
     "patch_allclose": ("mismatch", "outside"),
+    # contained by the OS (bubblewrap namespaces, seccomp): each then computes the right answer
+    "ctypes_fork_system": ("pass", ""),  # native fork/system: EPERM from seccomp, no process, no marker
+    "posix_fork_exec": ("runtime_error", "process creation"),
+    "dirfd_write": ("pass", ""),  # read-only binds: no write lands, no reference.py changes
+    "disk_fill": ("pass", ""),  # the scratch tmpfs fills at its size (ENOSPC); the host disk never sees it
+    "proc_environ": ("runtime_error", "environ"),  # only the sandbox's processes are in its /proc
+    "kill_product": ("pass", ""),  # kill of any other process: EPERM; the product is not in its PID namespace
 }
+
+
+def _user_files() -> dict:
+    """Digests of the files a candidate could want to change: the project's tests, fixtures and code."""
+    import hashlib
+    out = {}
+    for sub in ("tests", "tools"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, sub)):
+            for f in files:
+                if f.endswith(".py"):
+                    p = os.path.join(dirpath, f)
+                    with open(p, "rb") as fh:
+                        out[p] = hashlib.sha256(fh.read()).hexdigest()
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +59,7 @@ def verdicts(tmp_path_factory):
         if os.path.exists(m):
             os.remove(m)
     os.environ["OPENAI_API_KEY"] = SECRET
+    before = _user_files()
     try:
         work = tmp_path_factory.mktemp("hostile")
         results = {}
@@ -49,12 +72,12 @@ def verdicts(tmp_path_factory):
             results.update(zip(names, r.screen(sources, ["default/seed1"])))
     finally:
         del os.environ["OPENAI_API_KEY"]
-    return results, work
+    return results, work, before
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_hostile_candidate_gets_its_verdict(verdicts, name):
-    results, _ = verdicts
+    results = verdicts[0]
     res = results[name]
     status, word = EXPECTED[name]
     assert res.status == status, res.message
@@ -62,8 +85,15 @@ def test_hostile_candidate_gets_its_verdict(verdicts, name):
 
 
 def test_nothing_outside_the_run_folder_changed_and_no_secret_leaked(verdicts):
-    _, work = verdicts
+    _, work, before = verdicts
     assert not [m for m in MARKERS if os.path.exists(m)]
+    assert _user_files() == before  # reference.py and the project's files unchanged
+    hits = []
+    for root in (ROOT, str(work), "/tmp"):
+        for dirpath, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in (".venv", ".git")]
+            hits += [os.path.join(dirpath, f) for f in files if f == "nearmiss_hostile_dirfd"]
+    assert not hits
     for dirpath, _, files in os.walk(work):
         for f in files:
             with open(os.path.join(dirpath, f), "rb") as fh:
@@ -73,3 +103,12 @@ def test_nothing_outside_the_run_folder_changed_and_no_secret_leaked(verdicts):
 def test_every_hostile_file_is_in_the_table():
     files = {f[:-3] for f in os.listdir(HOSTILE) if f.endswith(".py")}
     assert files == set(EXPECTED)
+
+
+def test_no_process_survives_and_disk_use_is_bounded(verdicts):
+    _, work, _ = verdicts
+    import subprocess
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 300" not in ps and "nearmiss_hostile" not in ps
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(work) for f in fs)
+    assert total < 64 << 20  # the 3 GiB disk_fill stayed in its scratch tmpfs

@@ -102,3 +102,123 @@ def get_init_inputs():
     ids = [v["id"] for v in r.build_suite()]
     assert "regime/negative/seed1" in ids
     assert not any(i.startswith("regime/offset") for i in ids)
+
+
+# ------------------------------------------------------------------ the OS sandbox itself (tools.sandbox)
+def _inside(code: str, **kw):
+    import sys
+
+    from tools.sandbox import run_sandboxed
+    return run_sandboxed([sys.executable, "-c", code], timeout_s=60, **kw)
+
+
+def test_sandbox_hides_processes_network_and_user_files(tmp_path):
+    import os
+    secret = tmp_path / "user_file.txt"
+    secret.write_text("user data")
+    code = f"""
+import os, socket
+print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+print("user file visible", os.path.exists({str(secret)!r}))
+print("home visible", os.path.exists("/root/.bashrc") or os.path.exists("/home"))
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=2)
+    print("network yes")
+except OSError as e:
+    print("network no")
+try:
+    open({os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")!r}, "a")
+    print("project writable")
+except OSError:
+    print("project read-only")
+"""
+    res = _inside(code)
+    out = res.stdout_tail
+    assert res.returncode == 0, res.stderr_tail
+    pids = eval(out.split("pids ", 1)[1].splitlines()[0])
+    assert max(pids) < 10  # a fresh PID namespace: bwrap's init and this process only
+    assert "user file visible False" in out and "network no" in out and "project read-only" in out
+
+
+def test_scratch_is_bounded_and_gone_after_the_run():
+    code = """
+import os
+written = 0
+try:
+    with open("/tmp/fill", "wb") as f:
+        for _ in range(64):
+            f.write(b"\\0" * (1 << 20)); written += 1
+except OSError as e:
+    print("stopped", written, e.errno)
+"""
+    res = _inside(code, scratch_bytes=16 << 20)
+    assert "stopped" in res.stdout_tail and int(res.stdout_tail.split()[1]) <= 16
+
+
+def test_project_cloned_under_tmp_stays_visible_above_the_scratch(tmp_path, monkeypatch):
+    import tempfile
+
+    import tools.sandbox as sb
+    clone = tempfile.mkdtemp(prefix="nearmiss-clone-", dir="/tmp")
+    try:
+        with open(f"{clone}/marker.txt", "w") as f:
+            f.write("clone-marker")
+        monkeypatch.setattr(sb, "PROJECT_ROOT", clone)
+        res = _inside(f"print(open({clone + '/marker.txt'!r}).read())")
+        assert "clone-marker" in res.stdout_tail, res.stderr_tail
+    finally:
+        import shutil
+        shutil.rmtree(clone)
+
+
+def test_seccomp_refuses_native_process_creation_and_inet_sockets():
+    code = """
+import ctypes, socket
+from tools.confine import install_seccomp
+assert install_seccomp()
+libc = ctypes.CDLL(None)
+print("fork", libc.fork())
+try:
+    socket.socket(socket.AF_INET); print("inet yes")
+except OSError:
+    print("inet no")
+import threading; t = threading.Thread(target=print, args=("thread ok",)); t.start(); t.join()
+"""
+    res = _inside(code)
+    assert "fork -1" in res.stdout_tail and "inet no" in res.stdout_tail and "thread ok" in res.stdout_tail
+
+
+def test_refused_namespaces_stop_untrusted_code_in_one_line(monkeypatch):
+    import tools.sandbox as sb
+    monkeypatch.setattr(sb, "_PROBE", {"ok": False, "why": "the kernel refuses the sandbox's namespaces: EPERM"})
+    monkeypatch.setattr(sb, "_UNSAFE", False)
+    with pytest.raises(sb.SandboxUnavailable) as e:
+        sb.check_sandbox()
+    assert "\n" not in str(e.value) and "--unsafe-no-sandbox" in str(e.value)
+    sb.allow_unsafe(True)
+    assert sb.check_sandbox() is False
+    res = _inside("print('ran unsandboxed')")
+    assert "ran unsandboxed" in res.stdout_tail
+
+
+def test_cli_refuses_without_namespaces(monkeypatch, tmp_path, capsys):
+    import tools.sandbox as sb
+    from graph.run import main
+    monkeypatch.setattr(sb, "_PROBE", {"ok": False, "why": "bubblewrap (bwrap) is not installed"})
+    monkeypatch.setattr(sb, "_UNSAFE", False)
+    from conftest import ROOT
+    import os
+    rc = main([os.path.join(ROOT, "tests", "fixtures", "vadd"), "--check", "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "refusing to run untrusted code" in err[0]
+
+
+def test_scrub_replaces_secret_values_in_text_and_files(tmp_path):
+    from tools.scrub import scrub, scrub_tree
+    env = {"OPENAI_API_KEY": "sk-abcdef0123456789", "HOME": "/root/abcdefgh"}
+    assert scrub("key sk-abcdef0123456789 at /root/abcdefgh", env) == "key [redacted] at /root/abcdefgh"
+    (tmp_path / "a.json").write_text('{"m": "sk-abcdef0123456789"}')
+    (tmp_path / "b.sqlite").write_bytes(b"\x00\x01sk-abcdef0123456789\x00")
+    assert len(scrub_tree(str(tmp_path), env)) == 2
+    assert b"sk-abcdef" not in (tmp_path / "b.sqlite").read_bytes()
+    assert len((tmp_path / "b.sqlite").read_bytes()) == 22  # same length: binary structure holds

@@ -105,3 +105,65 @@ def test_parameters_built_in_init_and_rank_tests_are_honest():
     src = src.replace("        x = x.contiguous().float()", "        assert len(x.shape) == 1\n        x = x.contiguous().float()\n"
                       "        if x.dim() == 2:\n            x = x.reshape(-1)")
     assert run_static_checks(src) == []
+
+
+# ------------------------------------------------------------------ host-code allowlist (tools.host_allowlist)
+def _host(extra_import: str, forward_line: str) -> str:
+    src = HONEST.replace("import torch\n", extra_import + "import torch\n", 1)
+    return src.replace("        return y.view(x.shape)", forward_line + "\n        return y.view(x.shape)")
+
+
+@pytest.mark.parametrize("imp,line", [
+    ("import numpy as np\n", "        y = torch.from_numpy(np.exp(x.numpy()))"),
+    ("import math\n", "        y = torch.tensor([math.exp(v) for v in x.tolist()])"),
+    ("", "        y = getattr(x, 'soft' + 'max')(-1)"),
+    ("", "        y = x.__matmul__(x)"),
+    ("import operator\n", "        y = operator.methodcaller('exp')(x)"),
+    ("import marshal\n", "        pass"),
+    ("import threading\n", "        pass"),
+    ("import sys\n", "        y = sys.modules['torch'].softmax(x, -1)"),
+    ("", "        torch._C._DisableTorchDispatch()"),
+    ("", "        grid = lambda meta: (torch.softmax(x, -1).numel(),)"),
+    ("import os\n", "        os.kill(os.getppid(), 9)"),
+])
+def test_host_code_outside_the_allowlist_is_an_error_with_its_line(imp, line):
+    src = _host(imp, line)
+    found = [f for f in run_static_checks(src) if f.check == "host_code"]
+    assert found and found[0].severity == "error" and found[0].message.startswith("line ")
+
+
+def test_fake_jit_decorator_and_import_time_work_are_errors():
+    fake = HONEST.replace("@triton.jit\n", "def jit(f):\n    return f\n\n\n@jit\n")
+    assert any(f.check == "host_code" and "not triton.jit" in f.message for f in run_static_checks(fake))
+    at_import = HONEST.replace("\n\nclass ModelNew", "\n_T = torch.softmax(torch.zeros(3), 0)\n\n\nclass ModelNew")
+    assert any(f.check == "host_code" and "at import" in f.message for f in run_static_checks(at_import))
+
+
+def test_honest_launch_parameters_views_and_main_guard_are_allowed():
+    src = _host("import math\n", "        block = 1 << math.ceil(math.log2(max(n, 1)))\n"
+                                 "        grid = lambda meta: (triton.cdiv(n, meta['BLOCK_SIZE']),)\n"
+                                 "        y = y.reshape(-1).view(x.shape).to(x.dtype)")
+    src += "\n\nif __name__ == '__main__':\n    import numpy as np\n    print(np.zeros(3), torch.randn(3).tolist())\n"
+    assert run_static_checks(src) == []
+
+
+def test_tf32_dot_behind_a_constexpr_is_an_error_and_atomics_a_warning():
+    dot = HONEST.replace("def _k(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):",
+                         "def _k(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, PREC: tl.constexpr = 'tf32'):")
+    dot = dot.replace("    tl.store(y_ptr", "    a = tl.dot(tl.zeros((16, 16), tl.float32), tl.zeros((16, 16), tl.float32),"
+                                          " input_precision=PREC)\n    tl.atomic_add(y_ptr, 1.0)\n    tl.store(y_ptr")
+    found = {(f.check, f.severity) for f in run_static_checks(dot)}
+    assert ("tf32_dot", "error") in found and ("atomic_order", "warning") in found
+    plain = dot.replace(", input_precision=PREC", "")
+    assert ("tf32_dot", "warning") in {(f.check, f.severity) for f in run_static_checks(plain)}
+    ieee = dot.replace("input_precision=PREC", "input_precision='ieee'")
+    assert "tf32_dot" not in {f.check for f in run_static_checks(ieee)}
+
+
+def test_poisoned_copy_rewrites_only_real_kernel_stores():
+    from tools.causality import POISON, poison_kernels
+    src = HONEST + "\n\ndef helper(t):\n    t.store(1, 2)\n    return t\n"
+    new, count = poison_kernels(src)
+    assert count == 1 and f"* 0 + {POISON}" in new
+    assert "t.store(1, 2)" in new  # not a kernel: untouched
+    assert poison_kernels("import torch\n") is None

@@ -9,9 +9,10 @@ candidate module is loaded. It refuses, with ``PermissionError``:
   and the evaluation's output folder);
 - reads of the files named in ``deny_read`` (the reference outputs).
 
-This stops Python-level escapes; native code (ctypes, a C extension) is contained by the
-process-level limits of ``tools.sandbox`` instead (its own session, rlimits, a deadline
-after which the whole process group is killed, no secrets in its environment).
+The audit hook is defence in depth only: candidate code can reach native calls (ctypes)
+that it never sees. The enforcement is the operating system's: the bubblewrap namespaces
+of ``tools.sandbox`` and the seccomp filter of ``install_seccomp`` (libseccomp through
+``pyseccomp``), which the kernel applies to every syscall, native or not.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ def _norm(path) -> str | None:
     return os.path.realpath(path) if path else None
 
 
-def confine(write_dirs: list[str], deny_read: list[str]) -> None:
+def confine(write_dirs: list[str], deny_read: list[str], allow_process: bool = False) -> None:
     """Install the audit hook (irreversible for the life of the process).
 
     Args:
         write_dirs: folders (and everything under them) that may be written.
         deny_read: files that may not be opened at all.
+        allow_process: let process creation through (the GPU compile worker runs ``ptxas``).
     """
     allowed = tuple(os.path.realpath(d) + os.sep for d in write_dirs)
     denied = frozenset(os.path.realpath(p) for p in deny_read)
@@ -62,7 +64,7 @@ def confine(write_dirs: list[str], deny_read: list[str]) -> None:
                       (isinstance(flags, int) and flags & _WRITE_FLAGS)
             if writing and not may_write(p):
                 raise PermissionError(f"nearmiss sandbox: writing {p} is not allowed")
-        elif event in _PROCESS:
+        elif event in _PROCESS and not allow_process:
             raise PermissionError(f"nearmiss sandbox: {event} (process creation) is not allowed")
         elif event in _NETWORK:
             raise PermissionError(f"nearmiss sandbox: {event} (network) is not allowed")
@@ -73,3 +75,53 @@ def confine(write_dirs: list[str], deny_read: list[str]) -> None:
                     raise PermissionError(f"nearmiss sandbox: {event} on {p} is not allowed")
 
     sys.addaudithook(hook)
+
+
+#: Syscalls refused (EPERM) once the worker has started, whatever the caller (Python or native code).
+SECCOMP_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
+                "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "kexec_load", "init_module",
+                "finit_module", "delete_module", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
+                "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "personality",
+                "fanotify_init")
+#: Also refused for candidate code: a new process or program (threads stay allowed).
+SECCOMP_DENY_PROCESS = ("execve", "execveat", "fork", "vfork")
+
+
+def install_seccomp(allow_exec: bool = False) -> bool:
+    """Install the worker's seccomp filter (irreversible; inherited by threads).
+
+    Refuses with EPERM: sockets of any family but ``AF_UNIX``; ptrace and cross-process
+    memory access; mount, unshare, setns and similar namespace or kernel-state calls;
+    ``kill``/``tgkill`` aimed at any process but this one; and, unless ``allow_exec``
+    (the GPU compile worker runs ``ptxas``), ``execve``, ``fork``, ``vfork``, ``clone``
+    without ``CLONE_THREAD`` and ``clone3`` (ENOSYS, so the C library falls back to
+    ``clone`` for threads). Sets ``no_new_privs``.
+
+    Returns:
+        True when the filter is loaded; False when libseccomp is missing (the caller decides).
+    """
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError):
+        return False
+    import errno
+    import socket as _s
+
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    deny = sc.ERRNO(errno.EPERM)
+    for name in SECCOMP_DENY + (() if allow_exec else SECCOMP_DENY_PROCESS):
+        try:
+            f.add_rule(deny, name)
+        except (OSError, RuntimeError, ValueError):
+            continue  # not a syscall of this architecture
+    f.add_rule(deny, "socket", sc.Arg(0, sc.NE, _s.AF_UNIX))
+    me = os.getpid()
+    f.add_rule(deny, "kill", sc.Arg(0, sc.NE, me))
+    f.add_rule(deny, "tgkill", sc.Arg(0, sc.NE, me))
+    f.add_rule(deny, "tkill", sc.Arg(0, sc.NE, 0))  # tkill takes a thread id: this process uses tgkill
+    if not allow_exec:
+        clone_thread = 0x00010000
+        f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, clone_thread, 0))
+        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    f.load()
+    return True

@@ -41,11 +41,13 @@ class GuardedAllocations(TorchFunctionMode):
     def _guard(self, t: torch.Tensor) -> torch.Tensor:
         span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
         buf = torch.empty(span + GUARD_ELEMENTS, dtype=t.dtype)
-        raw = buf.view(torch.uint8) if buf.dtype != torch.bool else buf.view(torch.uint8)
-        raw.fill_(0xA5)  # canary bytes everywhere; the view's part is then overwritten
+        raw = buf.view(torch.uint8)
+        # canary bytes everywhere; the band is kept and compared as bytes (a bool copy would
+        # normalise 0xA5 to 0x01, and a candidate's own bool buffer would look clobbered)
+        raw.fill_(0xA5)
         view = buf.as_strided(tuple(t.shape), tuple(t.stride()), 0)
         view.copy_(t)
-        band = buf[span:].clone()
+        band = raw[span * buf.element_size():].clone()  # the band's bytes, copied as bytes
         self.guards.append((buf, span, band, tuple(t.shape)))
         return view
 
@@ -53,10 +55,10 @@ class GuardedAllocations(TorchFunctionMode):
         """One message per allocation whose guard band was written."""
         out = []
         for buf, span, band, shape in self.guards:
-            now = buf[span:]
-            changed = (now.view(torch.uint8) != band.view(torch.uint8))
+            now = buf.view(torch.uint8)[span * buf.element_size():]
+            changed = now != band
             if bool(changed.any()):
-                n = int(changed.reshape(GUARD_ELEMENTS, -1).any(dim=1).sum()) if changed.numel() else 0
+                n = int(changed.reshape(GUARD_ELEMENTS, -1).any(dim=1).sum())
                 out.append(f"a kernel wrote {n} element(s) past the end of an output of shape {list(shape)} "
                            "(guard band changed)")
         return out

@@ -31,6 +31,12 @@ from tools.static_checks import _is_jit, run_static_checks
 #: fallback recomputes from the inputs and reads all of them at least once (ratio >= 1).
 #: 0.5 sits between the two with a factor of 2 on either side for rows of 4 or more.
 TORCH_FALLBACK_FRACTION = 0.5
+#: With every kernel store poisoned, at most this fraction of the nonzero expected output
+#: elements may still be right. An honest kernel leaves none right (every element it
+#: stores is poison; zeros from zero-initialised outputs are not counted); 1% leaves room for
+#: a reference whose outputs repeat a value a host constant fills in. A partial fallback
+#: (torch recomputing the rows a kernel gets wrong) keeps those rows right.
+CAUSALITY_FRACTION = 0.01
 #: Floating dtypes below fp32; a kernel fed these while the forward got fp32 downgrades.
 LOW_PRECISION = {"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
@@ -268,6 +274,31 @@ def same_layout_variants(variants: list[dict], most: int = 4) -> list[str]:
     return [first["id"]] + same[: most - 1]
 
 
+def causality_findings(real: EvalResult, poisoned: EvalResult, right_nonzero: dict[str, float] | None = None
+                       ) -> list[Finding]:
+    """An error when outputs stay right with every kernel store poisoned (``tools.causality``).
+
+    Args:
+        real: the candidate's audit run.
+        poisoned: the same variants run with the candidate's kernels storing ``POISON``.
+        right_nonzero: per variant of the poisoned run, the fraction of nonzero expected
+            elements still right (``Runner.last_right_nonzero``, computed in the parent).
+    """
+    passed = {v.variant_id for v in real.variants if v.status == "pass"}
+    for v in poisoned.variants:
+        if v.variant_id in passed and v.status == "pass":
+            return [Finding(check="kernel_causality", severity="error",
+                            message=f"{v.variant_id}: the outputs are still right when every Triton kernel stores "
+                                    "poison: the kernels did not compute them")]
+    for v in poisoned.variants:
+        frac = (right_nonzero or {}).get(v.variant_id, 0.0)
+        if v.variant_id in passed and frac >= CAUSALITY_FRACTION:
+            return [Finding(check="kernel_causality", severity="error",
+                            message=f"{v.variant_id}: {frac:.1%} of the nonzero output elements are still right when "
+                                    "every Triton kernel stores poison: they were not computed by a kernel")]
+    return []
+
+
 def audit_candidate(runner, source: str, reference_source: str | None, original_source: str | None = None,
                     variant_ids: list[str] | None = None) -> AuditRun:
     """Static checks, then one audit run in a fresh sandboxed process, then anti-degeneration.
@@ -289,9 +320,16 @@ def audit_candidate(runner, source: str, reference_source: str | None, original_
         An ``AuditRun``: findings (one per check; ``heldout`` for held-out variants that fail)
         and the evaluations.
     """
+    from tools.causality import poison_kernels
+
     findings = run_static_checks(source, reference_source)
     ids = variant_ids or runner.ids("search")[:1] + runner.ids("heldout")
-    runs = runner.screen([source] + ([original_source] if original_source is not None else []), ids, audit=True)
+    sources = [source] + ([original_source] if original_source is not None else [])
+    runs = runner.screen(sources, ids, audit=True)
+    poisoned = poison_kernels(source)
+    if poisoned is not None:  # its own process: nothing the real run left behind (a thread, a frame) reaches it
+        poisoned_run = runner.screen([poisoned[0]], ids, audit=True)[0]
+        findings += causality_findings(runs[0], poisoned_run, runner.last_right_nonzero[0])
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:
         findings += degeneration_findings(original_source, source, runs[1], runs[0], runner.backend.name)

@@ -1,7 +1,11 @@
 """Hardware runner: build the suite once, evaluate candidate sources in the sandbox.
 
-Every evaluation is one sandboxed subprocess (``tools.sandbox``); outputs come back as
-files and are compared here, in the parent, with ``tools.compare``.
+Every evaluation is one process in the OS sandbox (``tools.sandbox``). The job (candidate
+sources and the inputs of the variants to run) goes in on a pipe; outputs come back as
+frames on another and are compared here, in the parent, with ``tools.compare``. Expected
+outputs and the inputs of variants not being run never enter the sandbox; held-out
+inputs enter it only in an audit. The suite files (``suite/inputs.pt``,
+``suite/expected.pt``) are written by the parent, in a folder no sandbox can see.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import torch
 from tools.backends import Backend
 from tools.compare import compare_outputs
 from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
-from tools.sandbox import WARM_ENABLED, WarmPool, run_worker
+from tools.sandbox import WARM_ENABLED, WarmPool, check_sandbox, run_worker
+from tools.scrub import scrub
 from tools.suite import candidate_boundaries
 
 #: Environment of compile processes: no interpreter (triton.language must not be patched).
@@ -50,7 +55,12 @@ class Runner:
         self.variants: list[dict] = []
         self._expected: dict = {}
         self._n = 0
+        self._inputs: dict = {}
+        self._right_nonzero: dict[str, float] = {}
+        #: per source of the last ``screen``: variant id -> ``right_nonzero_fraction`` of its output
+        self.last_right_nonzero: list[dict[str, float]] = []
         os.makedirs(self.work_dir, exist_ok=True)
+        check_sandbox()  # one-line SandboxUnavailable before anything runs
         if WARM_ENABLED:
             WarmPool.prestart(COMPILE_ENV)  # its start overlaps the suite build and triage
 
@@ -68,29 +78,37 @@ class Runner:
         """
         d = os.path.join(self.work_dir, "suite")
         os.makedirs(d, exist_ok=True)
-        ref_path = os.path.join(d, "reference.py")
-        with open(ref_path, "w") as f:
+        with open(os.path.join(d, "reference.py"), "w") as f:
             f.write(self.reference_source)
-        job = os.path.join(d, "job.json")
-        with open(job, "w") as f:
-            json.dump({"reference_path": ref_path, "out_dir": d,
-                       "boundaries": candidate_boundaries(candidate_source)}, f)
-        res = run_worker(["suite", job], os.path.join(d, "sandbox"), {"TRITON_INTERPRET": "1"},
-                         timeout_s=max(self.timeout_s, 120), memory_bytes=16 << 30, warm=True)
-        err = os.path.join(d, "error.json")
-        if os.path.exists(err):
-            with open(err) as f:
-                raise SuiteError(json.load(f)["error"])
+        job = {"reference_source": self.reference_source, "boundaries": candidate_boundaries(candidate_source)}
+        res = run_worker(["suite"], job, {"TRITON_INTERPRET": "1"}, timeout_s=max(self.timeout_s, 120),
+                         memory_bytes=16 << 30, warm=True)
+        err = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "error"), None)
+        if err is not None:
+            raise SuiteError(scrub(str(err.get("error"))))
         if res.timed_out:
             raise SuiteError(f"the reference did not finish its inputs within {max(self.timeout_s, 120):.0f} s")
-        if res.returncode != 0:
+        got = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "suite"), None)
+        if res.returncode != 0 or got is None:
             last = (res.stderr_tail.strip().splitlines() or [res.signal_name or "no output"])[-1]
-            raise SuiteError(f"the reference process failed ({res.signal_name or res.returncode}): {last[:200]}")
-        with open(os.path.join(d, "suite.json")) as f:
-            self.variants = json.load(f)["variants"]
-        self._expected = torch.load(os.path.join(d, "expected.pt"), weights_only=True)
+            raise SuiteError(scrub(f"the reference process failed ({res.signal_name or res.returncode}): {last[:200]}"))
+        self.variants = got["suite"]["variants"]
+        self._expected = got["expected"]
+        self._inputs = got["inputs"]
+        torch.save(got["inputs"], os.path.join(d, "inputs.pt"))
+        torch.save(got["expected"], os.path.join(d, "expected.pt"))
+        with open(os.path.join(d, "suite.json"), "w") as f:
+            json.dump(got["suite"], f)
         self._inputs_path = os.path.join(d, "inputs.pt")
         return self.variants
+
+    def _job_inputs(self, variant_ids: list[str]) -> dict:
+        """The inputs of exactly the named variants (and the constructor's), for one job."""
+        if not self._inputs:
+            self._inputs = torch.load(self._inputs_path, weights_only=False)
+        want = set(variant_ids)
+        return {"init_inputs": self._inputs["init_inputs"],
+                "variants": [v for v in self._inputs["variants"] if v["id"] in want]}
 
     @property
     def suite_dir(self) -> str:
@@ -124,34 +142,25 @@ class Runner:
             One ``EvalResult`` per source, in order.
         """
         d = self._fresh_dir("evals")
-        paths = []
-        for k, src in enumerate(sources):
-            cdir = os.path.join(d, f"cand{k}")
-            os.makedirs(cdir)
-            p = os.path.join(cdir, "candidate.py")
-            with open(p, "w") as f:
+        for k, src in enumerate(sources):  # kept for the record; the sandbox gets the sources on its pipe
+            with open(os.path.join(d, f"cand{k}.py"), "w") as f:
                 f.write(src)
-            paths.append(p)
         events: list[dict] = []
-        deny_read = self._deny_read()
         startups: list[float] = []
         start_at = 0
         crash_notes: dict[tuple[int, str | None], tuple[str, str]] = {}
+        inputs = self._job_inputs(variant_ids)
         while start_at < len(sources):
-            job = os.path.join(d, f"job{start_at}.json")
-            with open(job, "w") as f:
-                json.dump({"inputs_path": self._inputs_path, "candidates": paths, "variant_ids": variant_ids,
-                           "out_dir": d, "start_at": start_at, "device": self.backend.device,
-                           "deny_read": deny_read, "audit": audit}, f)
-            res = run_worker(["eval", job], os.path.join(d, f"sandbox{start_at}"), self.backend.env,
-                             timeout_s=self.timeout_s, memory_bytes=self.backend.memory_bytes,
-                             warm=self.backend.name == "interpreter",
-                             progress_path=os.path.join(d, "events.jsonl"))
+            job = {"candidates": list(sources), "variant_ids": list(variant_ids), "start_at": start_at,
+                   "device": self.backend.device, "audit": audit, **inputs}
+            res = run_worker(["eval"], job, self.backend.env, timeout_s=self.timeout_s,
+                             memory_bytes=self.backend.memory_bytes, warm=self.backend.name == "interpreter",
+                             progress=True, gpu=self.backend.device != "cpu")
             self.evaluations += 1
-            new = _read_events(os.path.join(d, "events.jsonl"))[len(events):]
+            new = _valid_events(res.frames, start_at, len(sources))
             events += new
             ready = [e for e in new if e["event"] == "ready"]
-            startups += [e["startup_s"] for e in ready]
+            startups += [e["startup_s"] for e in ready if isinstance(e.get("startup_s"), (int, float))]
             started = [e for e in new if e["event"] == "start"]
             finished_all = res.returncode == 0 and not res.timed_out and any(e["event"] == "end" for e in new)
             if finished_all:
@@ -159,28 +168,24 @@ class Runner:
             # the process died: blame the last started (candidate, variant), go on after it
             last = started[-1] if started else {"cand": start_at, "variant": None}
             if res.timed_out:
-                why = ("timeout", f"no result within {self.timeout_s:.0f} s (process group killed)")
+                why = ("timeout", f"no result within {self.timeout_s:.0f} s (sandbox killed)")
             elif res.signal_name:
                 why = ("runtime_error", f"the process was killed by {res.signal_name}")
             else:
-                tail = (res.stderr_tail.strip().splitlines() or [""])[-1][:200]
+                tail = scrub((res.stderr_tail.strip().splitlines() or [""])[-1][:200])
                 why = ("runtime_error", f"the process exited with code {res.returncode} before finishing"
                        + (f": {tail}" if tail else ""))
             crash_notes[(last["cand"], last["variant"])] = why
-            start_at = last["cand"] + 1
+            start_at = max(start_at, last["cand"]) + 1
         if startups:
             self.startup_s.append(startups[0])
         results = []
+        self.last_right_nonzero = []
         for k in range(len(sources)):
             results.append(self._result(k, variant_ids, events, crash_notes, startups[0] if startups else 0.0, d))
         if not os.environ.get("NEARMISS_KEEP_EVALS"):
             shutil.rmtree(d, ignore_errors=True)
         return results
-
-    def _deny_read(self) -> list[str]:
-        """Files a candidate process may not read: the reference's outputs and source."""
-        suite_dir = os.path.dirname(self._inputs_path)
-        return [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]
 
     def probe(self, source: str, variant_id: str, kernel: str | None = None, names: list[str] | None = None,
               program_ids: list[list[int]] | None = None) -> dict:
@@ -206,24 +211,18 @@ class Runner:
         except SyntaxError as e:
             res["error"] = f"the candidate does not parse: {e}"
             return res
-        d = self._fresh_dir("probes")
-        path = os.path.join(d, "candidate.py")
-        with open(path, "w") as f:
-            f.write(code)
-        job = os.path.join(d, "job.json")
-        with open(job, "w") as f:
-            json.dump({"inputs_path": self._inputs_path, "candidate_path": path, "variant_id": variant_id,
-                       "program_ids": program_ids or [], "out_dir": d, "deny_read": self._deny_read()}, f)
-        run = run_worker(["probe", job], os.path.join(d, "sandbox"), self.backend.env, timeout_s=self.timeout_s,
+        job = {"candidate_source": code, "program_ids": program_ids or [],
+               "variant": self._job_inputs([variant_id])["variants"][0],
+               "init_inputs": self._job_inputs([])["init_inputs"]}
+        run = run_worker(["probe"], job, self.backend.env, timeout_s=self.timeout_s,
                          memory_bytes=self.backend.memory_bytes, warm=True)
         self.evaluations += 1
-        out = os.path.join(d, "probes.json")
-        if not os.path.exists(out):
+        got = next((f for f in run.frames if isinstance(f, dict) and f.get("event") == "probes"), None)
+        if got is None:
             res["error"] = ("timeout" if run.timed_out else f"the probe process failed ({run.signal_name or run.returncode})")
             return res
-        with open(out) as f:
-            got = json.load(f)
-        res["records"], res["error"] = got.get("records", []), got.get("error")
+        res["records"] = got.get("records", []) if isinstance(got.get("records"), list) else []
+        res["error"] = scrub(got.get("error")) if got.get("error") else None
         return res
 
     def _result(self, k: int, variant_ids: list[str], events: list[dict], crash_notes: dict,
@@ -257,6 +256,8 @@ class Runner:
         facts = {e["variant"]: e.get("facts") or {} for e in mine if e["event"] == "audit"}
         for r in vres:
             r.audit = facts.get(r.variant_id, {})
+        # computed here, from the output and the expected values (``right_nonzero_fraction``)
+        self.last_right_nonzero.append({v: self._right_nonzero.pop(v) for v in list(self._right_nonzero)})
         status = worst_status(vres) if vres else "runtime_error"
         wall = sum(r.wall_s for r in vres)
         msg = next((r.message for r in vres if r.status == status and r.status != "pass"), "")
@@ -268,18 +269,21 @@ class Runner:
         if e["status"] != "ran":
             # A clean exception on a derived variant is a refusal (e.g. tl.arange needs a power of
             # two), not a silent wrong result; on the default inputs it is a runtime error.
-            return VariantResult(variant_id=vid, status=e["status"], message=e.get("message", ""),
+            return VariantResult(variant_id=vid, status=e["status"], message=scrub(str(e.get("message", ""))),
                                  launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
                                  unsupported=not vid.startswith("default/"))
-        try:
-            out = torch.load(os.path.join(eval_dir, e["output_file"]), weights_only=True)
-        except Exception as ex:  # noqa: BLE001 - the file came from untrusted code
-            return VariantResult(variant_id=vid, status="runtime_error",
-                                 message=f"unreadable output: {type(ex).__name__}: {ex}"[:300])
+        out = e.get("out")
         exp = self._expected[vid]
-        errors = compare_outputs(out, exp["out"], self.tolerance, exp.get("slack"), blocks)
+        try:
+            errors = compare_outputs(out, exp["out"], self.tolerance, exp.get("slack"), blocks)
+        except Exception as ex:  # noqa: BLE001 - the output came from untrusted code
+            return VariantResult(variant_id=vid, status="runtime_error",
+                                 message=f"unusable output: {type(ex).__name__}: {ex}"[:300])
         oob = e.get("out_of_bounds") or []
+        if not isinstance(oob, list):
+            oob = [str(oob)]
         ok = all(x.ok for x in errors) and not oob
+        self._right_nonzero[vid] = right_nonzero_fraction(out, exp["out"])
         msg = "" if ok else "; ".join([x.message for x in errors if not x.ok] + list(oob))
         return VariantResult(variant_id=vid, status="pass" if ok else "mismatch", errors=errors,
                              out_of_bounds=bool(oob),
@@ -299,23 +303,23 @@ class Runner:
         """
         if not targets or not signatures:
             return CompileReport(targets=targets)
-        d = self._fresh_dir("compile")
-        path = os.path.join(d, "candidate.py")
-        with open(path, "w") as f:
-            f.write(source)
-        out = os.path.join(d, "compile.json")
-        job = os.path.join(d, "job.json")
-        with open(job, "w") as f:
-            json.dump({"candidate_path": path, "launches": signatures, "targets": targets, "out": out,
-                       "cache_dir": compile_cache_dir()}, f)
-        res = run_worker(["compile", job], os.path.join(d, "sandbox"), COMPILE_ENV,
-                         timeout_s=max(self.timeout_s, 300), memory_bytes=self.backend.memory_bytes, warm=True)
-        self.evaluations += 1
-        if not os.path.exists(out):
-            why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"
-            return CompileReport(targets=targets, error=f"the compile process {why}")
-        with open(out) as f:
-            data = json.load(f)
+        cached = _cached_compiles(source, signatures, targets)
+        if cached is not None:  # every launch and target in the cache: no process at all
+            data = {"results": cached}
+        else:
+            # the sandbox never writes the cache (a candidate could plant results for other sources):
+            # the parent stores what came back, under keys it computes from the source it holds
+            job = {"candidate_source": source, "launches": signatures, "targets": targets, "cache_dir": None}
+            res = run_worker(["compile"], job, COMPILE_ENV, timeout_s=max(self.timeout_s, 300),
+                             memory_bytes=self.backend.memory_bytes, warm=True)
+            self.evaluations += 1
+            data = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "compile"), None)
+            if data is None:
+                why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"
+                last = scrub((res.stderr_tail.strip().splitlines() or [""])[-1][:200])
+                return CompileReport(targets=targets, error=f"the compile process {why}" + (f": {last}" if last else ""))
+            if isinstance(data.get("results"), list):
+                _store_compiles(source, signatures, targets, data["results"])
         if data.get("error"):
             return CompileReport(targets=targets, error=data["error"])
         results = []
@@ -336,19 +340,93 @@ class Runner:
                 return d
 
 
-def _read_events(path: str) -> list[dict]:
+_EVENTS = {"ready", "start", "cand_error", "done", "audit", "launch_signatures", "end"}
+
+
+def _valid_events(frames: list, start_at: int, n: int) -> list[dict]:
+    """The frames of one eval process that are well-formed events of the candidates it ran.
+
+    Frames come from untrusted code: anything else (a bad frame, an event for a candidate
+    outside ``start_at..n-1``) is dropped. A forged event can only describe its own
+    candidate's outputs, which the parent compares with outputs the sandbox never saw.
+    """
     out = []
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict) and "event" in ev:
-                out.append(ev)
+    for ev in frames:
+        if not isinstance(ev, dict) or ev.get("event") not in _EVENTS:
+            continue
+        cand = ev.get("cand")
+        if ev["event"] not in ("ready", "end") and not (type(cand) is int and start_at <= cand < n):
+            continue
+        out.append(ev)
     return out
+
+
+def right_nonzero_fraction(out, expected) -> float:
+    """Fraction of the finite, nonzero expected elements the output matches (|d| <= 1e-5 + 1e-4 |ref|).
+
+    On a run whose kernels store poison (``tools.causality``) every element a kernel wrote
+    is wrong, so the elements still right came from outside the kernels (zeros aside: an
+    output a kernel leaves untouched may be zero-initialised honestly). The tolerance is
+    tight on purpose: an element copied from a torch computation is equal, not close.
+    """
+    import torch
+
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    exps = expected if isinstance(expected, (tuple, list)) else (expected,)
+    right = total = 0
+    for o, x in zip(outs, exps):
+        if not (isinstance(o, torch.Tensor) and isinstance(x, torch.Tensor)) or o.shape != x.shape:
+            continue
+        o, x = o.detach().double(), x.detach().double()
+        keep = torch.isfinite(x) & (x != 0)
+        total += int(keep.sum())
+        right += int(((o - x).abs() <= 1e-5 + 1e-4 * x.abs())[keep].sum())
+    return right / total if total else 0.0
+
+
+def _cached_compiles(source: str, launches: list[dict], targets: list[str]) -> list[dict] | None:
+    """The cached compile records of every (launch, target), in ``compile_all``'s order; None if any is missing."""
+    from tools.gpu_compile import cache_key, signature_key
+
+    out = []
+    for launch in launches:
+        for target in targets:
+            try:  # launch signatures came from the sandbox: malformed ones are simply not cached
+                path = os.path.join(compile_cache_dir(), cache_key(source, launch, target) + ".json")
+                with open(path) as f:
+                    out.append({**json.load(f), "cached": True, "signature": signature_key(launch)})
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+    return out
+
+
+def _store_compiles(source: str, launches: list[dict], targets: list[str], results: list) -> None:
+    """Cache the records of one compile run (the parent's keys; records that name the sandbox are not kept)."""
+    from tools.gpu_compile import cache_key
+
+    it = iter(results)
+    d = compile_cache_dir()
+    for launch in launches:
+        recs = []
+        for target in targets:
+            rec = next(it, None)
+            if not isinstance(rec, dict):
+                return
+            if rec.get("target") == "*":  # not a module-level kernel: one record for all targets
+                break
+            recs.append((target, rec))
+        for target, rec in recs:
+            if rec.get("target") != target or "nearmiss sandbox" in str(rec.get("error") or ""):
+                continue
+            os.makedirs(d, exist_ok=True)
+            try:
+                path = os.path.join(d, cache_key(source, launch, target) + ".json")
+            except (KeyError, TypeError):
+                return
+            tmp = path + f".{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({k: v for k, v in rec.items() if k not in ("cached", "signature")}, f)
+            os.replace(tmp, path)
 
 
 def compile_cache_dir() -> str:

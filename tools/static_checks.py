@@ -522,12 +522,18 @@ def check_exec_io(c: CandidateAST) -> Finding | None:
     return None
 
 
+def check_host_allowlist(c: CandidateAST) -> Finding | None:
+    """Host code outside the allowlist (``tools.host_allowlist``)."""
+    from tools.host_allowlist import check_host_allowlist as check
+    return check(c)
+
+
 CheckFn = Callable[[CandidateAST], Finding | None]
 #: The registry: every static check, in report order.
 STATIC_CHECKS: list[CheckFn] = [
     check_torch_compute, check_reference_use, check_try_except, check_inherits_reference,
     check_shape_special_case, check_cache, check_monkey_patch, check_streams_threads,
-    check_precision_downgrade, check_exec_io,
+    check_precision_downgrade, check_exec_io, check_host_allowlist,
 ]
 
 
@@ -540,11 +546,23 @@ def run_static_checks(source: str, reference_source: str | None = None) -> list[
             (precision); None skips them.
 
     Returns:
-        One finding per check that fired (all severity ``error``); a source that does not
+        One finding per check that fired (``error``; the GPU-semantics ones may be ``warning``); a source that does not
         parse is one ``parse`` error finding.
     """
     try:
         c = parse_candidate(source, reference_source)
     except SyntaxError as e:
         return [Finding(check="parse", severity="error", message=f"line {e.lineno}: {e.msg}")]
-    return [f for f in (check(c) for check in STATIC_CHECKS) if f is not None]
+    from tools.host_allowlist import gpu_semantics_findings
+    found = [f for f in (check(c) for check in STATIC_CHECKS) if f is not None]
+    return found + _first_per_severity(gpu_semantics_findings(c))
+
+
+def _first_per_severity(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        if (f.check, f.severity) not in seen:
+            seen.add((f.check, f.severity))
+            out.append(f)
+    return out
+

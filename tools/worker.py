@@ -1,20 +1,25 @@
-"""Entry point of the sandboxed process: ``python -m tools.worker COMMAND JOB_JSON``.
+"""Entry point of the sandboxed process: ``python -m tools.worker COMMAND`` (the job on stdin).
+
+The job is a ``torch.save`` pickle the parent writes to stdin; results go back as frames
+(``tools.sandbox.send_frame``) on the descriptor named by ``NEARMISS_RESULT_FD``. The
+process writes nothing the parent reads from disk, and never sees an expected output.
 
 Commands:
-    suite  load the reference, derive the input suite, run the reference on it; write
-           ``inputs.pt`` (what candidates may see), ``expected.pt`` (what only the parent
-           reads) and ``suite.json``.
-    eval   load one or more candidate sources and run ``ModelNew`` on the named variants;
-           write each output to ``c{K}_{N}.pt`` and one JSON line per event to
-           ``events.jsonl`` (with each kernel launch's compile signature). Comparison
-           happens in the parent, never here.
+    suite  run the reference (``job["reference_source"]``) on the derived input suite;
+           send one ``suite`` frame with the inputs, the expected outputs and the metadata
+           (this process runs the trusted reference only, never a candidate).
+    eval   write the candidate sources into the scratch folder and run ``ModelNew`` on
+           the variants whose inputs the job carries (held-out ones only in an audit);
+           send one frame per event, each ``done`` frame with its output tensors.
+           Comparison happens in the parent, never here.
     compile  compile a candidate's recorded launches for GPU targets, in a process
-           without the interpreter; write ``compile.json``.
+           without the interpreter; send one ``compile`` frame.
     probe  run a probe-instrumented candidate (``tools.probes``) on one variant on the
-           interpreter; write ``probes.json``.
+           interpreter; send one ``probes`` frame.
 
 The backend's environment (``TRITON_INTERPRET=1`` for the interpreter) is set by the
-parent before this process starts, so it holds before triton is imported.
+parent before this process starts, so it holds before triton is imported. Before any
+candidate code runs, ``tools.confine`` installs the seccomp filter and the audit hook.
 """
 
 from __future__ import annotations
@@ -29,10 +34,28 @@ import traceback
 T_START = time.time()
 
 
-def _emit(fh, **event) -> None:
-    fh.write(json.dumps(event) + "\n")
-    fh.flush()
-    os.fsync(fh.fileno())
+def _emit(_fh=None, **event) -> None:
+    """Send one result frame to the parent."""
+    from tools.sandbox import send_frame
+    send_frame(int(os.environ["NEARMISS_RESULT_FD"]), event)
+
+
+def _confine(allow_exec: bool = False, write_dirs: tuple[str, ...] = ()) -> None:
+    """Seccomp filter and audit hook; writable: the scratch folder (cwd) and ``write_dirs``."""
+    from tools.confine import confine, install_seccomp
+    if not install_seccomp(allow_exec=allow_exec) and os.environ.get("NEARMISS_UNSAFE_NO_SANDBOX") != "1":
+        raise SystemExit("nearmiss sandbox: libseccomp is missing; refusing to run untrusted code")
+    confine(write_dirs=[os.getcwd(), *write_dirs], deny_read=[], allow_process=allow_exec)
+
+
+def _write_source(name: str, source: str) -> str:
+    """Write a source into the scratch folder; its path (the module's file for tracebacks and triton)."""
+    d = os.path.join(os.getcwd(), name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "candidate.py" if name.startswith("cand") else "reference.py")
+    with open(path, "w") as f:
+        f.write(source)
+    return path
 
 
 def _load_module(path: str, name: str):
@@ -152,36 +175,37 @@ def cmd_suite(job: dict) -> int:
     from tools.suite import fill_expected, generate_variants
 
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    out_dir = job["out_dir"]
+    ref_path = _write_source("ref", job["reference_source"])
+    _confine()
     try:
-        ref = _load_module(job["reference_path"], "nearmiss_reference")
+        ref = _load_module(ref_path, "nearmiss_reference")
     except Exception as e:
-        msg, _ = describe_exception(e, job["reference_path"])
-        _write_json(os.path.join(out_dir, "error.json"), {"error": f"the reference fails to import: {msg}"})
+        msg, _ = describe_exception(e, ref_path)
+        _emit(event="error", error=f"the reference fails to import: {msg}")
         return 3
     try:
         init = list(ref.get_init_inputs()) if hasattr(ref, "get_init_inputs") else []
         try:
             variants = generate_variants(ref, job.get("boundaries", ()))
         except Exception as e:
-            msg, _ = describe_exception(e, job["reference_path"])
+            msg, _ = describe_exception(e, ref_path)
             raise RuntimeError(f"get_inputs() fails: {msg}") from None
         if not variants[0].inputs:
             raise RuntimeError("get_inputs() returns no inputs")
         variants = fill_expected(ref, variants, init)
     except Exception as e:
-        _write_json(os.path.join(out_dir, "error.json"), {"error": str(e)})
+        _emit(event="error", error=str(e))
         return 3
-    torch.save({"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs, "init": v.init}
-                                                  for v in variants]},
-               os.path.join(out_dir, "inputs.pt"))
-    torch.save({v.id: {"out": v.expected, "slack": v.slack} for v in variants}, os.path.join(out_dir, "expected.pt"))
     meta = [{"id": v.id, "split": v.split, "seed": v.seed, "description": v.description, "numel": v.numel,
              "init": repr(v.init) if v.init is not None else None,
              "meta": v.meta, "shapes": [list(x.shape) if isinstance(x, torch.Tensor) else repr(x) for x in v.inputs],
              "dtypes": [str(x.dtype).replace("torch.", "") if isinstance(x, torch.Tensor) else type(x).__name__
                         for x in v.inputs]} for v in variants]
-    _write_json(os.path.join(out_dir, "suite.json"), {"variants": meta, "init_inputs": repr(init)})
+    _emit(event="suite",
+          inputs={"init_inputs": init, "variants": [{"id": v.id, "inputs": v.inputs, "init": v.init}
+                                                    for v in variants]},
+          expected={v.id: {"out": v.expected, "slack": v.slack} for v in variants},
+          suite={"variants": meta, "init_inputs": repr(init)})
     return 0
 
 
@@ -203,21 +227,20 @@ def cmd_eval(job: dict) -> int:
     from tools.suite import clone_inputs
 
     device = job.get("device", "cpu")
-    data = torch.load(job["inputs_path"], weights_only=False)
-    variants = {v["id"]: v["inputs"] for v in data["variants"]}
-    inits = {v["id"]: v.get("init") for v in data["variants"]}
-    init = data["init_inputs"]
+    variants = {v["id"]: v["inputs"] for v in job["variants"]}
+    inits = {v["id"]: v.get("init") for v in job["variants"]}
+    init = job["init_inputs"]
     counter = LaunchCounter()
     audit_probe = _audit_probe(job)
-    out_dir = job["out_dir"]
-    from tools.confine import confine
-    confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
     start_at = job.get("start_at", 0)
-    with open(os.path.join(out_dir, "events.jsonl"), "a") as fh:
+    paths = {k: _write_source(f"cand{k}", src) for k, src in enumerate(job["candidates"]) if k >= start_at}
+    from tools.dynamic_checks import poison_freed_memory
+    poison_freed_memory()  # an unwritten output never shows values a previous candidate left in memory
+    _confine()
+    fh = None
+    if True:  # (kept indented: the body was a ``with open(events)`` block before results went on a pipe)
         _emit(fh, event="ready", startup_s=time.time() - T_START)
-        for k, path in enumerate(job["candidates"]):
-            if k < start_at:
-                continue
+        for k, path in paths.items():
             _emit(fh, event="start", cand=k, variant=None)
             if audit_probe is not None:
                 audit_probe.reset()
@@ -271,9 +294,7 @@ def cmd_eval(job: dict) -> int:
                     continue
                 wall = time.time() - t0
                 counter.keep_pending(True)
-                fname = f"c{k}_{len(os.listdir(out_dir))}.pt"
-                torch.save(_to_cpu(out), os.path.join(out_dir, fname))
-                _emit(fh, event="done", cand=k, variant=vid, status="ran", output_file=fname,
+                _emit(fh, event="done", cand=k, variant=vid, status="ran", out=_to_cpu(out),
                       launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
                       kernels=sorted(set(counter.kernels[before:])),
                       out_of_bounds=guard.clobbered() if guard is not None else [])
@@ -296,25 +317,23 @@ def cmd_probe(job: dict) -> int:
     from tools.probes import HOOK, make_hook
     from tools.suite import clone_inputs
 
-    data = torch.load(job["inputs_path"], weights_only=False)
-    chosen = next(v for v in data["variants"] if v["id"] == job["variant_id"])
+    chosen = job["variant"]
     inputs = chosen["inputs"]
-    init = chosen.get("init") if chosen.get("init") is not None else data["init_inputs"]
-    out_dir = job["out_dir"]
-    from tools.confine import confine
-    confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
+    init = chosen.get("init") if chosen.get("init") is not None else job["init_inputs"]
+    path = _write_source("cand0", job["candidate_source"])
+    _confine()
     records: list[dict] = []
     result: dict = {"records": records, "error": None}
     try:
-        mod = _load_module(job["candidate_path"], "nearmiss_probed")
+        mod = _load_module(path, "nearmiss_probed")
         setattr(mod, HOOK, make_hook(records, job.get("program_ids") or []))
         torch.manual_seed(job.get("seed", 42))
         model = mod.ModelNew(*init)
         with torch.no_grad():
             model(*clone_inputs(inputs))
     except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
-        result["error"], _ = describe_exception(e, job["candidate_path"])
-    _write_json(os.path.join(out_dir, "probes.json"), result)
+        result["error"], _ = describe_exception(e, path)
+    _emit(event="probes", **result)
     return 0
 
 
@@ -348,25 +367,27 @@ def cmd_compile(job: dict) -> int:
     """Compile a candidate's recorded launches for GPU targets (no interpreter in this process)."""
     from tools.gpu_compile import compile_all
 
-    path = job["candidate_path"]
+    source = job["candidate_source"]
+    path = _write_source("cand0", source)
+    _confine(allow_exec=True)  # ptxas and the other GPU assemblers are programs
     try:
         mod = _load_module(path, "nearmiss_candidate_compile")
     except BaseException as e:  # noqa: BLE001
         msg, _ = describe_exception(e, path)
-        _write_json(job["out"], {"error": f"the candidate fails to import without the interpreter: {msg}"})
+        _emit(event="compile", error=f"the candidate fails to import without the interpreter: {msg}")
         return 0
-    with open(path) as f:
-        source = f.read()
-    _write_json(job["out"], {"results": compile_all(mod, source, job["launches"], job["targets"],
-                                                    job.get("cache_dir"))})
+    _emit(event="compile", results=compile_all(mod, source, job["launches"], job["targets"], job.get("cache_dir")))
     return 0
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``suite``, ``eval``, ``compile`` or ``probe`` with the job file given."""
-    cmd, job_path = argv[0], argv[1]
-    with open(job_path) as f:
-        job = json.load(f)
+    """Dispatch ``suite``, ``eval``, ``compile`` or ``probe`` with the job read from stdin."""
+    import io
+
+    import torch
+
+    cmd = argv[0]
+    job = torch.load(io.BytesIO(sys.stdin.buffer.read()), weights_only=False)
     return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
 
 

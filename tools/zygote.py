@@ -1,48 +1,57 @@
 """Warm worker: a process that imports torch and triton once, then forks one child per evaluation.
 
-Started by ``tools.sandbox.WarmPool`` with the sandbox's environment (the backend's
-variables included, so ``TRITON_INTERPRET`` holds before triton is imported). Protocol on
-stdin/stdout, one JSON object per line:
+Started by ``tools.sandbox.WarmPool`` *inside* the OS sandbox (``tools.sandbox.bwrap_argv``),
+with the sandbox's environment (the backend's variables included, so ``TRITON_INTERPRET``
+holds before triton is imported). Control protocol on the ``AF_UNIX`` socket named by
+``NEARMISS_CONTROL_FD``, one JSON object per line:
 
-    request  {"args": [...], "workdir": str, "env": {...}, "memory_bytes": int|null,
-              "cpu_s": int, "file_bytes": int}
-    reply    {"pid": int}                 as soon as the child runs
+    request  {"args": [...], "env": {...}, "memory_bytes": int|null, "cpu_s": int, "file_bytes": int}
+             with four file descriptors attached (SCM_RIGHTS): job (read), results,
+             stdout, stderr (write)
+    reply    {"pid": int}                 as soon as the child runs (a PID of the sandbox's namespace)
              {"pid": int, "status": int}  when it has ended (the raw ``waitpid`` status)
+    request  {"kill": pid}                while a child runs: SIGKILL its process group
 
-Each child starts its own session (so the parent can kill its whole process group), sets
-the resource limits, moves to its private folder, points stdout/stderr at files there and
-runs ``tools.worker.main``. The zygote runs one child at a time, and exits when stdin closes.
+Each child closes the control socket, starts its own session, gets the four descriptors
+as stdin, stdout, stderr and fd 3, sets the resource limits, works in a private scratch
+folder (removed after it ends) and runs ``tools.worker.main``; the worker installs the
+seccomp filter before any candidate code runs. The zygote marks itself non-dumpable so
+a child cannot read or write its memory through ``/proc``. One child at a time; the zygote
+exits when the control socket closes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
+import shutil
+import signal
+import socket
 import sys
 
+RESULT_FD = 3
 
-def _child(req: dict) -> None:
+
+def _child(req: dict, fds: list[int], sock: socket.socket, workdir: str) -> None:
     from tools.sandbox import _limits
 
+    sock.close()
     os.setsid()
-    workdir = req["workdir"]
-    os.makedirs(workdir, exist_ok=True)
-    os.chdir(workdir)
-    out = os.open(os.path.join(workdir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    err = os.open(os.path.join(workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    for fd in (out, err, null):
-        os.close(fd)
+    job, res, out, err = fds
+    for src, dst in ((job, 0), (out, 1), (err, 2), (res, RESULT_FD)):
+        os.dup2(src, dst)
+    os.closerange(RESULT_FD + 1, 1 << 16)
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
+    os.makedirs(workdir, exist_ok=True)
+    os.chdir(workdir)
     os.environ.update({"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
-                       **req.get("env", {})})
-    _limits(req.get("memory_bytes"), req.get("cpu_s"), req.get("file_bytes", 2 << 30))
-    import tools.worker as worker
+                       **req.get("env", {}), "NEARMISS_RESULT_FD": str(RESULT_FD)})
+    _limits(req.get("memory_bytes"), req.get("cpu_s"), req.get("file_bytes", 1 << 30))
     import time
+
+    import tools.worker as worker
 
     worker.T_START = time.time()
     try:
@@ -58,8 +67,22 @@ def _child(req: dict) -> None:
     os._exit(rc or 0)
 
 
+def _lines(sock: socket.socket, buf: bytearray):
+    """Receive once: (complete lines, file descriptors received); ``None`` at EOF."""
+    data, fds, _, _ = socket.recv_fds(sock, 65536, 8)
+    if not data:
+        return None
+    buf += data
+    lines = []
+    while b"\n" in buf:
+        i = buf.index(b"\n")
+        lines.append(bytes(buf[:i]))
+        del buf[:i + 1]
+    return lines, list(fds)
+
+
 def main() -> int:
-    """Import the heavy modules, then serve fork requests until stdin closes."""
+    """Import the heavy modules, then serve fork requests until the control socket closes."""
     import torch  # noqa: F401
     import triton  # noqa: F401
     import triton.language  # noqa: F401
@@ -70,22 +93,78 @@ def main() -> int:
     import tools.suite  # noqa: F401
     import tools.worker  # noqa: F401
 
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray prints of the zygote go to stderr, not into the protocol
-    print(json.dumps({"ready": True}), file=proto, flush=True)
-    for line in sys.stdin:
-        try:
-            req = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        pid = os.fork()
-        if pid == 0:
-            proto.close()
-            _child(req)
-        print(json.dumps({"pid": pid}), file=proto, flush=True)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"pid": pid, "status": status}), file=proto, flush=True)
-    return 0
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no /proc/<zygote>/mem for children
+    except (OSError, AttributeError):
+        pass
+    sock = socket.socket(fileno=int(os.environ.pop("NEARMISS_CONTROL_FD")))
+
+    def reply(obj) -> None:
+        sock.sendall((json.dumps(obj) + "\n").encode())
+
+    reply({"ready": True})
+    buf = bytearray()
+    pending: list[tuple[bytes, list[int]]] = []
+    n = 0
+    while True:
+        got = _lines(sock, buf)
+        if got is None:
+            return 0
+        lines, fds = got
+        for line in lines:
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "args" not in req or len(fds) < 4:
+                continue
+            mine, fds = fds[:4], fds[4:]
+            n += 1
+            workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"w{n}")
+            pid = os.fork()
+            if pid == 0:
+                _child(req, mine, sock, workdir)
+            for fd in mine:
+                os.close(fd)
+            reply({"pid": pid})
+            status = _wait(pid, sock, buf)
+            shutil.rmtree(workdir, ignore_errors=True)
+            if status is None:
+                return 0
+            reply({"pid": pid, "status": status})
+
+
+def _wait(pid: int, sock: socket.socket, buf: bytearray) -> int | None:
+    """Wait for the child, serving kill requests meanwhile; None when the control socket closed."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, sock], [], [])
+            if pidfd in ready:
+                return os.waitpid(pid, 0)[1]
+            got = _lines(sock, buf)
+            if got is None:
+                _killpg(pid)
+                os.waitpid(pid, 0)
+                return None
+            for fd in got[1]:
+                os.close(fd)
+            for line in got[0]:
+                try:
+                    if "kill" in json.loads(line):
+                        _killpg(pid)
+                except (json.JSONDecodeError, TypeError):
+                    continue
+    finally:
+        os.close(pidfd)
+
+
+def _killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+"""Work at import: a module-level torch call patches the softmax the forward then uses.
+
+reference: softmax
+expect: host_code
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_SOFTMAX = torch.nn.functional.softmax
+torch.set_default_dtype(torch.float32)
+_WARM = torch.softmax(torch.zeros(1), 0)
+
+
+@triton.jit
+def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def _copy(src, dst):
+    n = dst.numel()
+    _copy_kernel[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024)
+    return dst
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _copy(_SOFTMAX(x).contiguous(), torch.empty_like(x))

@@ -1,0 +1,37 @@
+"""The kernel gets the last rows wrong (it stops early) and torch recomputes just those rows:
+under half of the outputs, so the dispatch watch reads it as an epilogue; with the kernel's
+stores poisoned, those rows are still right (the kernel did not compute them).
+
+reference: softmax
+expect: torch_compute, kernel_causality
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(axis=0)
+    offsets = tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + offsets, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(y_ptr + row * y_row_stride + offsets, num / den, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        n_rows, n_cols = x.shape
+        y = torch.empty_like(x)
+        done = max(1, n_rows - n_rows // 4)
+        _softmax_kernel[(done,)](x, y, x.stride(0), y.stride(0), n_cols, BLOCK_SIZE=triton.next_power_of_2(n_cols))
+        y[done:] = torch.softmax(x[done:], dim=-1)
+        return y

@@ -1,0 +1,47 @@
+"""``--check`` end to end: refused inputs fail unless declared, and no secret reaches the run folder."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VADD = os.path.join(ROOT, "tests", "fixtures", "vadd")
+SECRET = "sk-nearmiss-scrub-test-0123456789abcdef"
+#: Refuses every size that is not a multiple of 1000 (the default is 3000): a clean exception on exactly the inputs that expose a bug.
+REFUSE = "        if x.numel() % 1000 != 0:\n            raise ValueError('unsupported size')\n"
+
+
+def _task(tmp_path, prefix: str) -> str:
+    d = tmp_path / "task"
+    d.mkdir()
+    shutil.copy(os.path.join(VADD, "reference.py"), d / "reference.py")
+    src = open(os.path.join(VADD, "fixed.py")).read()
+    src = src.replace("        x, z = x.contiguous(), z.contiguous()\n", prefix + "        x, z = x.contiguous(), z.contiguous()\n")
+    (d / "candidate.py").write_text(f"# {SECRET}\n" + src)  # a secret value that would be copied into the run
+    return str(d)
+
+
+def _check(task: str, out: str, *extra: str) -> tuple[int, dict]:
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    p = subprocess.run([sys.executable, "-m", "graph.run", task, "--check", "--json", "--out", out, *extra],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    return p.returncode, json.loads(p.stdout) if p.stdout.strip().startswith("{") else {"stderr": p.stderr}
+
+
+def test_refusing_inputs_the_reference_accepts_fails_check_unless_declared(tmp_path):
+    task = _task(tmp_path, REFUSE)
+    rc, report = _check(task, str(tmp_path / "run"))
+    assert rc == 1, report
+    errors = {f["check"] for f in report["integrity"]["findings"] if f["severity"] == "error"}
+    assert "unsupported_inputs" in errors
+    rc2, report2 = _check(task, str(tmp_path / "run2"), "--accept-declared-limits")
+    warnings = {f["check"] for f in report2["integrity"]["findings"] if f["severity"] == "warning"}
+    assert rc2 == 0 and "unsupported_inputs" in warnings, report2
+    for run in ("run", "run2"):  # the secret was in the candidate and in the environment: no file keeps it
+        for d, _, files in os.walk(tmp_path / run):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    assert SECRET.encode() not in fh.read(), os.path.join(d, f)
