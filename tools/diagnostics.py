@@ -31,6 +31,11 @@ SYMPTOMS = {
     "out_of_bounds": "a kernel writes past the end of an output allocation (guard band)",
     "no_launch": "no Triton kernel launched",
     "dtype_float16": "wrong only with fp16 inputs",
+    "stride_zero": "wrong only on an expanded (stride-0) input, as autograd hands a broadcast gradient",
+    "other_rank": "wrong on inputs of another rank that the reference accepts (0-dim, a split dimension)",
+    "small_sizes": "wrong only at sizes far below the block: one program's tile spans several rows",
+    "value_regime_huge": "wrong only on values past exp's fp32 overflow",
+    "value_regime_zero_rows": "wrong only when some rows are all zero (a division by their sum, norm or max)",
     "aligned_passes": "right when a size is a power of two, wrong otherwise: padded (masked-off) lanes enter the result",
 }
 # The localisation's relations (tools.localise) are symptoms too, under the same names.
@@ -56,7 +61,14 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("grid_or_chunk", {"past_block_boundary", "stale_tail"}, None,
      "the grid, a chunk loop or a chunk mask breaks once a size passes one block or chunk (only the elements "
      "past the last full block or chunk are wrong)"),
-    ("stride", {"noncontiguous"}, None, "the kernel assumes contiguous inputs (strides)"),
+    ("stride", {"noncontiguous", "stride_zero"}, None, "the kernel assumes contiguous inputs (strides): a stride "
+                                                        "passed or computed as if the input were dense"),
+    ("overflow", {"value_regime_huge"}, None, "an exact formula overflows (an exponential ratio reaching inf/inf): "
+                                              "a stable form or a clamp is needed"),
+    ("zero_divisor", {"value_regime_zero_rows"}, None, "a division by a value that is zero for an all-zero row"),
+    ("rank", {"other_rank"}, None, "the kernel or its wrapper assumes the default rank of an input"),
+    ("tile_rows", {"small_sizes"}, None, "a tile spans several rows at small sizes: a reduction or index over the "
+                                         "whole tile instead of per row"),
     ("precision", {"dtype_float16"}, None, "intermediate precision: fp16 accumulation or arithmetic"),
     ("precision", {"reduced_precision_inputs"}, {"value_regime_large", "nan_or_inf"},
      "an fp16 intermediate overflows or loses precision: accumulate in fp32"),
@@ -90,8 +102,14 @@ def _variant_kind(meta: dict) -> str:
     m = meta.get("meta", {})
     if "regime" in m:
         return "value_regime_" + m["regime"]
+    if m.get("layout") == "expanded":
+        return "stride_zero"
     if "layout" in m:
         return "noncontiguous"
+    if "rank" in m:
+        return "other_rank"
+    if m.get("small"):
+        return "small_sizes"
     if m.get("aligned"):
         return "aligned_size"
     if "boundary" in m:

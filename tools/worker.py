@@ -200,7 +200,10 @@ def cmd_eval(job: dict) -> int:
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
     from tools.guard import GuardedAllocations
+    from tools.poison import enable_poison
     from tools.suite import clone_inputs
+
+    enable_poison()
 
     device = job.get("device", "cpu")
     data = torch.load(job["inputs_path"], weights_only=False)
