@@ -46,11 +46,15 @@ def offline_patcher(state: dict) -> dict:
     target = diag.get("smallest_failing") or r.smallest(r.ids("search"))
     base = EvalResult(**state["best_eval"])
     base_v = next((v for v in base.variants if v.variant_id == target), None)
+    budget_left = max(0, s.max_evaluations - r.evaluations)
+    target, base_v, shrunk = _minimised(r, state, target, base_v, budget_left)
+    budget_left = max(0, s.max_evaluations - r.evaluations)
     base_score = (1, 0.0) if base_v is None else EvalResult(status=base_v.status, variants=[base_v],
                                                               backend=base.backend).score()
+    if shrunk:
+        kb["minimised"] = shrunk
     screened: list[str] = []
     best_partial = None
-    budget_left = max(0, s.max_evaluations - r.evaluations)
     for i in range(0, len(patches), s.screen_batch):
         if budget_left <= 0:
             break
@@ -74,6 +78,33 @@ def offline_patcher(state: dict) -> dict:
     return {"pending_patch": None, "tried": screened, "evaluations": r.evaluations, "exhausted": True,
             "reason": f"no untried edit ({len(screened)} screened: learned, patterns, mutations) passes or improves "
                       f"{target}"}
+
+
+_MINIMISED: dict[tuple[str, str, str], tuple[str, object, dict]] = {}
+
+
+def _minimised(r, state: dict, target: str, base_v, budget_left: int):
+    """Shrink the failing variant before screening (``tools.minimise``), once per source and variant.
+
+    Returns:
+        ``(variant id, its VariantResult for the best source, record or None)``; the original
+        target when it is small, passes, or nothing smaller fails.
+    """
+    from tools.minimise import MAX_ROUNDS, MINIMISE_FROM, minimise
+
+    size = {v["id"]: v.get("numel", 0) for v in r.variants}
+    if base_v is None or base_v.status == "pass" or size.get(target, 0) < MINIMISE_FROM:
+        return target, base_v, None
+    key = (state["run_dir"], source_hash(state["best_source"]), target)
+    if key not in _MINIMISED or _MINIMISED[key][0] not in r.ids():
+        new, record, res = minimise(r, state["best_source"], target, min(MAX_ROUNDS, budget_left // 4),
+                                    base_v.status)
+        _MINIMISED[key] = (new, res, record)
+    new, res, record = _MINIMISED[key]
+    if new != target:
+        emit("patcher", f"failing input minimised: {target} ({record['numel_from']} elements) -> {new} "
+                        f"({record['numel_to']}) in {record['evaluations']} evaluations", **record)
+    return new, (res if new != target else base_v), (record if new != target else None)
 
 
 def _tensor_params(state: dict) -> list[str] | None:

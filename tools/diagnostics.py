@@ -238,3 +238,38 @@ def _tensor_symptoms(v: VariantResult, add) -> None:
             last = dims[-1]
             if last["size"] > 8 and last["first"] is not None and last["first"] >= last["size"] // 2:
                 add("tail_only")
+
+
+def diagnosis_of(result: EvalResult, variants: list[dict], search_ids: list[str] | None = None,
+                 compile_report=None, source_key: str | None = None) -> dict:
+    """The one diagnosis function: triage and the instrumentation planner both call it.
+
+    Diagnoses the search part of ``result`` when it fails there, else the whole evaluation
+    (a fault that only the held-out part shows is still a fault); adds the GPU compile
+    failures of ``compile_report`` (a ``tools.records.CompileReport``) as the symptom
+    ``gpu_compile_error``; records ``source_key`` so a later caller can tell whether the
+    diagnosis is of the source it holds (then it reuses it: the fault class shown at triage
+    is the one the patcher uses until an edit changes the candidate).
+
+    Args:
+        result: an evaluation of one candidate source.
+        variants: suite metadata.
+        search_ids: ids of the search split (None: all of ``result``).
+        compile_report: a compile check of the same source, or None.
+        source_key: a key of the diagnosed source (``agents.common.source_hash``).
+
+    Returns:
+        ``diagnose``'s dictionary plus ``source`` (the key).
+    """
+    search = result.subset(search_ids) if search_ids is not None else result
+    diag = diagnose(search if not search.passed else result, variants)
+    if compile_report is not None and not compile_report.ok and result.status in ("pass", "mismatch", "timeout"):
+        bad = compile_report.failures()
+        targets = sorted({b.target for b in bad})
+        msg = compile_report.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
+        diag["symptoms"] = ["gpu_compile_error"] + [s for s in diag["symptoms"] if s != "gpu_compile_error"]
+        diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
+        diag["summary"] = f"does not compile for {', '.join(targets)}; " + diag["summary"]
+        diag["fault_class"] = fault_class(diag["symptoms"])
+    diag["source"] = source_key
+    return diag

@@ -95,7 +95,23 @@ class Runner:
     @property
     def suite_dir(self) -> str:
         """Folder of the built suite (``suite.json``, ``inputs.pt``, ``expected.pt``)."""
-        return os.path.dirname(self._inputs_path)
+        return os.path.join(self.work_dir, "suite")
+
+    @property
+    def inputs_path(self) -> str:
+        """The inputs file evaluations read (the suite's, or one that ``extend_suite`` adopted)."""
+        return self._inputs_path
+
+    expected_path = property(lambda self: os.path.join(os.path.dirname(self._inputs_path), "expected.pt"))
+
+    def extend_suite(self, folder: str) -> list[dict]:
+        """Adopt ``folder``'s ``inputs.pt``/``expected.pt`` (this suite plus more variants, ``tools.minimise``)."""
+        with open(os.path.join(folder, "suite.json")) as f:
+            added = [v for v in json.load(f)["variants"] if v["id"] not in set(self.ids())]
+        self._expected.update(torch.load(os.path.join(folder, "expected.pt"), weights_only=True))
+        self.variants += added
+        self._inputs_path = os.path.join(folder, "inputs.pt")
+        return added
 
     def ids(self, split: str | None = None) -> list[str]:
         """Variant ids of one split (``search`` or ``heldout``), or all."""
@@ -179,8 +195,8 @@ class Runner:
 
     def _deny_read(self) -> list[str]:
         """Files a candidate process may not read: the reference's outputs and source."""
-        suite_dir = os.path.dirname(self._inputs_path)
-        return [os.path.join(suite_dir, "expected.pt"), os.path.join(suite_dir, "reference.py")]
+        dirs = sorted({os.path.dirname(self._inputs_path), self.suite_dir})
+        return [os.path.join(d, n) for d in dirs for n in ("expected.pt", "reference.py")]
 
     def probe(self, source: str, variant_id: str, kernel: str | None = None, names: list[str] | None = None,
               program_ids: list[list[int]] | None = None) -> dict:

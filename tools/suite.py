@@ -36,6 +36,8 @@ from typing import Callable
 
 import torch
 
+from tools.task import construct
+
 SEEDS = (1, 2, 3)
 #: Relative input perturbation standing in for fp32 rounding (2**-20, about 8 fp32 ulps).
 PERTURBATION = 2.0 ** -20
@@ -385,7 +387,7 @@ def _finite(out) -> bool:
 def _run64(module, init_inputs: list, seed: int, inputs: list, perturb: float = 0.0):
     """The reference in float64 on (optionally relatively perturbed) copies of the inputs."""
     torch.manual_seed(seed)
-    model = module.Model(*init_inputs).double()
+    model = construct(module.Model, init_inputs).double()
     gen = torch.Generator().manual_seed(1234)
     xs = []
     for x in clone_inputs(inputs):
@@ -481,7 +483,7 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
         init = v.init if v.init is not None else init_inputs
         torch.manual_seed(seed)
         try:
-            model = module.Model(*init)
+            model = construct(module.Model, init)
         except Exception as e:  # noqa: BLE001 - the constructor refuses these sizes: not a variant
             if v.id == "default/seed1":
                 raise RuntimeError(f"Model(*get_init_inputs()) raises {type(e).__name__}: {e}") from None

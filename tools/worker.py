@@ -201,6 +201,7 @@ def cmd_eval(job: dict) -> int:
 
     from tools.guard import GuardedAllocations
     from tools.poison import enable_poison
+    from tools.task import construct
     from tools.suite import clone_inputs
 
     enable_poison()
@@ -227,7 +228,7 @@ def cmd_eval(job: dict) -> int:
             try:
                 mod = _load_module(path, f"nearmiss_candidate_{k}")
                 torch.manual_seed(job.get("seed", 42))
-                model = mod.ModelNew(*init)
+                model = construct(mod.ModelNew, init)
                 if hasattr(model, "to"):
                     model = model.to(device)
             except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
@@ -241,7 +242,7 @@ def cmd_eval(job: dict) -> int:
                 if repr(vinit) not in models:  # a size that the constructor takes (a LayerNorm's width)
                     try:
                         torch.manual_seed(job.get("seed", 42))
-                        models[repr(vinit)] = mod.ModelNew(*vinit)
+                        models[repr(vinit)] = construct(mod.ModelNew, vinit)
                         if hasattr(models[repr(vinit)], "to"):
                             models[repr(vinit)] = models[repr(vinit)].to(device)
                     except BaseException as e:  # noqa: BLE001
@@ -297,6 +298,7 @@ def cmd_probe(job: dict) -> int:
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
     from tools.probes import HOOK, make_hook
+    from tools.task import construct
     from tools.suite import clone_inputs
 
     data = torch.load(job["inputs_path"], weights_only=False)
@@ -312,7 +314,7 @@ def cmd_probe(job: dict) -> int:
         mod = _load_module(job["candidate_path"], "nearmiss_probed")
         setattr(mod, HOOK, make_hook(records, job.get("program_ids") or []))
         torch.manual_seed(job.get("seed", 42))
-        model = mod.ModelNew(*init)
+        model = construct(mod.ModelNew, init)
         with torch.no_grad():
             model(*clone_inputs(inputs))
     except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
@@ -370,6 +372,9 @@ def main(argv: list[str]) -> int:
     cmd, job_path = argv[0], argv[1]
     with open(job_path) as f:
         job = json.load(f)
+    if cmd == "shrink":  # failing-input minimisation (tools.minimise)
+        from tools.minimise import cmd_shrink
+        return cmd_shrink(job)
     return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
 
 
