@@ -16,7 +16,10 @@ candidate has in scope, never from a list of known kernels:
 - ``exp_clamp``: ``tl.exp(z)`` as ``tl.exp(tl.minimum(z, 80.0))`` (every exp of a kernel at
   once, or one at a time): an exact formula written as an exponential ratio stays finite;
 - ``div_guard``: a division by a value that is zero for an all-zero row guarded
-  (``tl.where(d == 0, 1.0, d)``, or ``tl.maximum(d, eps)`` with an ``eps`` in scope).
+  (``tl.where(d == 0, 1.0, d)``, or ``tl.maximum(d, eps)`` with an ``eps`` in scope);
+- ``rank_unpack``: ``a, b, c = x.shape`` with the last (or first) name absorbing extra
+  dimensions (inputs of another rank);
+- ``reduce_axis``: a whole-tile reduction of a 2-D tile made per row (several rows per tile).
 
 Every edit is one minimal span replacement or one inserted line (``tools.source_edit``);
 the search (``agents.patcher``) keeps an edit only when a run says it helps, and the
@@ -156,7 +159,7 @@ def exp2_domain_edits(ctx: Context) -> list[Patch]:
                 continue
             for n in ast.walk(call.args[0]):
                 if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)):
-                    for side in (n.left, n.right):
+                    for side in ((call.args[0],) if n is call.args[0] else ()) + (n.left, n.right):
                         text = ctx.sm.text(side)
                         for op in ("*", "/"):
                             new = f"{_wrap(text)} {op} {CONSTANTS[LOG2E]}"
@@ -270,12 +273,17 @@ def stride_arg_edits(ctx: Context) -> list[Patch]:
         for i, (param, arg) in enumerate(bound):
             if "stride" not in param.lower():
                 continue
-            tensor = next((ctx.sm.text(a) for p, a in reversed(bound[:i]) if p in ptrs and isinstance(a, ast.Name)),
-                          None)
-            if tensor is None:
+            named = [(p, a) for p, a in bound if p in ptrs and isinstance(a, ast.Name)]
+            same_stem = [a for p, a in named if _stem(p) and param.lower().startswith(_stem(p))]
+            before = [a for p, a in reversed(bound[:i]) if p in ptrs and isinstance(a, ast.Name)]
+            pick = (same_stem or before)[:1]
+            if not pick:
                 continue
+            tensor = ctx.sm.text(pick[0])
             sites: list[ast.expr] = []
             if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                sites.append(arg)
+            elif isinstance(arg, ast.Name) and arg.id not in local:  # a size unpacked from a shape, say
                 sites.append(arg)
             elif isinstance(arg, ast.Name) and arg.id in local and ".stride(" not in ctx.sm.text(local[arg.id].value):
                 value = local[arg.id].value
@@ -348,6 +356,58 @@ def div_guard_edits(ctx: Context) -> list[Patch]:
     return out[:MAX_PER_FAMILY]
 
 
+def rank_unpack_edits(ctx: Context) -> list[Patch]:
+    """``a, b, c = x.shape`` generalised to inputs of higher rank: the last (or first) name absorbs the extra dims.
+
+    ``a, b, c = *x.shape[:2], x.shape[2:].numel()`` (a per-channel op over (N, C, L) also takes
+    (N, C, H, W)) and ``a, b = x.shape[:-1].numel(), *x.shape[-1:]`` (a row-wise op over (M, N)
+    also takes (B, M, N)). ``torch.Size.numel()`` is the product of the sizes.
+    """
+    out: list[Patch] = []
+    if ctx.forward is None:
+        return out
+    for n in ast.walk(ctx.forward):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Tuple)):
+            continue
+        v = n.value
+        base = None
+        if isinstance(v, ast.Attribute) and v.attr == "shape":
+            base = f"{ctx.sm.text(v.value)}.shape"
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "size" and not v.args:
+            base = f"{ctx.sm.text(v.func.value)}.shape"
+        r = len(n.targets[0].elts)
+        if base is None or r < 2:
+            continue
+        for text in (f"*{base}[:{r - 1}], {base}[{r - 1}:].numel()", f"{base}[:-{r - 1}].numel(), *{base}[-{r - 1}:]"):
+            p = _patch(ctx, "derived_rank", f"line {n.lineno}: {ctx.sm.text(v)} -> {text} (inputs of another rank)",
+                       v, ctx.sm.replace(v, text), {"kind": "rank_unpack"})
+            if p:
+                out.append(p)
+    return out[:MAX_PER_FAMILY]
+
+
+def reduce_axis_edits(ctx: Context) -> list[Patch]:
+    """A reduction over the whole 2-D tile made per row (``tl.sum(x)`` -> ``tl.sum(x, axis=1)[:, None]``).
+
+    Only in kernels that build 2-D tiles (``[:, None]`` indexing): there a tile can span several
+    rows, and a whole-tile reduction is right only with one row per tile.
+    """
+    out: list[Patch] = []
+    for k in ctx.kernels:
+        text = ctx.sm.text(k.node)
+        if "None]" not in text:
+            continue
+        for call in _calls(k.node, "sum", "max", "min"):
+            if len(call.args) != 1 or _kw(call, "axis") is not None:
+                continue
+            for new in (f"{ctx.sm.text(call)[:-1]}, axis=1)[:, None]", f"{ctx.sm.text(call)[:-1]}, axis=1)"):
+                p = _patch(ctx, "derived_reduce_axis", f"line {call.lineno}: reduce per row: {new}", call,
+                           ctx.sm.replace(call, new), {"kind": "reduce_axis"})
+                if p:
+                    out.append(p)
+    return out[:MAX_PER_FAMILY]
+
+
 def _measured_scale(diagnosis: dict) -> float | None:
     for loc in diagnosis.get("localisation", []):
         if loc.get("name") == "scaled":
@@ -378,6 +438,10 @@ def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None)
     families: list[list[Patch]] = []
     families.append(row_offset_edits(ctx))
     families.append(stride_arg_edits(ctx))
+    if symptoms & {"other_rank", "runtime_error"}:
+        families.append(rank_unpack_edits(ctx))
+    if symptoms & {"small_sizes", "unaligned_size", "fails_on_default"}:
+        families.append(reduce_axis_edits(ctx))
     if scale is not None or symptoms & {"row_scaled", "scaled"}:
         families.append(scale_edits(ctx, scale))
     if symptoms & {"nan_or_inf", "value_regime_huge", "value_regime_large"}:

@@ -560,26 +560,29 @@ SMALL_SIZES = (5, 3, 7, 11, 13)
 HUGE_SCALE = 1.0e4
 #: At most this many expanded (stride-0) variants.
 MAX_EXPANDED = 3
-#: Source idioms by which a reference inspects the rank of its inputs (then inputs of another
-#: rank are part of its contract: a 0-dim upstream gradient, (N, C, H, W) besides (N, C, L)).
-RANK_IDIOMS = (r"\.dim\(\)", r"\.ndim\b", r"\.ndimension\(\)", r"len\(\s*[\w.]+\.shape\s*\)",
-               r"len\(\s*[\w.]+\.size\(\)\s*\)", r"\.shape\[\s*[12]\s*:\s*\]", r"\.size\(\)\[\s*[12]\s*:\s*\]")
+#: Source idioms by which a reference inspects the rank of an input ``{p}`` (then inputs of
+#: another rank are part of its contract: a 0-dim upstream gradient, (N, C, H, W) besides (N, C, L)).
+RANK_IDIOMS = (r"\b{p}\.dim\(\)", r"\b{p}\.ndim\b", r"\b{p}\.ndimension\(\)", r"len\(\s*{p}\.shape\s*\)",
+               r"len\(\s*{p}\.size\(\)\s*\)", r"\b{p}\.shape\[\s*[12]\s*:\s*\]", r"\b{p}\.size\(\)\[\s*[12]\s*:\s*\]")
 
 
-def inspects_rank(module) -> bool:
-    """Whether the reference's source reads the rank of a tensor (``RANK_IDIOMS``).
+def inspects_rank(module) -> list[int]:
+    """Positions of the ``forward`` inputs whose rank the reference's source reads (``RANK_IDIOMS``).
 
-    A reference that only broadcasts gets no variants of another rank: its contract is the
-    default rank, and a correct kernel written for it would be failed for nothing.
+    Only those inputs get variants of another rank: a reference that only broadcasts an input
+    keeps its default rank as the contract, and a correct kernel written for it would be
+    failed for nothing.
     """
     import inspect
     import re
 
     try:
         src = inspect.getsource(module)
-    except (OSError, TypeError):
-        return False
-    return any(re.search(p, src) for p in RANK_IDIOMS)
+        params = list(inspect.signature(module.Model.forward).parameters)[1:]
+    except (OSError, TypeError, ValueError, AttributeError):
+        return []
+    return [i for i, p in enumerate(params)
+            if any(re.search(rx.replace("{p}", re.escape(p)), src) for rx in RANK_IDIOMS)]
 
 
 def _zero_rows(x: torch.Tensor) -> torch.Tensor:
@@ -623,8 +626,9 @@ def generality_variants(module, base: list, small: list | None) -> list[Variant]
     - ``layout/strided``: float inputs of rank 1 (and higher) read through a stride-2 view;
     - ``expanded/inK``: input K's first slice along dimension 0 expanded back (stride 0), as
       autograd hands a broadcast upstream gradient to a backward kernel;
-    - ``rank0/inK`` and ``rank+1``: where the reference inspects ranks (``inspects_rank``),
-      a rank-1 input as a 0-dim tensor and the highest-rank inputs with their last dimension split;
+    - ``rank0/inK`` and ``rank+1/inK``: for an input whose rank the reference inspects
+      (``inspects_rank``), a rank-1 input as a 0-dim tensor, a higher-rank one with its last
+      dimension split;
     - ``regime/huge``: values past exp's fp32 overflow (``HUGE_SCALE``), and ``regime/zero_rows``:
       every other row zero (a division by a row's sum, norm or max meets 0).
 
@@ -653,21 +657,22 @@ def generality_variants(module, base: list, small: list | None) -> list[Variant]
             out.append(Variant(f"expanded/in{i}/seed1", "search", 1,
                                f"input {i} expanded (stride 0) along dimension 0 from its first slice under seed 1",
                                inputs, meta={"layout": "expanded", "input": i}))
-    if inspects_rank(module):
-        for i, x in enumerate(base):
-            if isinstance(x, torch.Tensor) and x.dim() == 1:
-                inputs = list(base)
-                inputs[i] = x[0].clone()
-                out.append(Variant(f"rank0/in{i}/seed1", "search", 1, f"input {i} as a 0-dim tensor under seed 1",
-                                   inputs, meta={"rank": 0, "input": i}))
-        top = max((x.dim() for x in base if isinstance(x, torch.Tensor)), default=0)
-        if top >= 2:
-            split = [(_split_last(x) if isinstance(x, torch.Tensor) and x.dim() == top and x.is_floating_point() else x)
-                     for x in base]
-            if all(s is not None for s in split) and any(s is not x for s, x in zip(split, base)):
-                out.append(Variant("rank+1/seed1", "search", 1,
-                                   f"rank-{top} float inputs with their last dimension split (rank {top + 1}) under seed 1",
-                                   split, meta={"rank": top + 1}))
+    inspected = inspects_rank(module)
+    for i in inspected:
+        x = base[i] if i < len(base) else None
+        if not isinstance(x, torch.Tensor):
+            continue
+        if x.dim() == 1:
+            inputs = list(base)
+            inputs[i] = x[0].clone()
+            out.append(Variant(f"rank0/in{i}/seed1", "search", 1, f"input {i} as a 0-dim tensor under seed 1",
+                               inputs, meta={"rank": 0, "input": i}))
+        elif x.dim() >= 2 and x.is_floating_point() and _split_last(x) is not None:
+            inputs = list(base)
+            inputs[i] = _split_last(x)
+            out.append(Variant(f"rank+1/in{i}/seed1", "search", 1,
+                               f"input {i} with its last dimension split (rank {x.dim() + 1}) under seed 1",
+                               inputs, meta={"rank": x.dim() + 1, "input": i}))
     out.append(Variant("regime/huge/seed1", "search", 1, f"values times {HUGE_SCALE:g} (past exp's fp32 overflow) under seed 1",
                        _regime(base, lambda x: x * HUGE_SCALE), meta={"regime": "huge"}))
     if any(isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 2 for x in base):
