@@ -5,7 +5,9 @@ far: replays of learned repairs with matching symptoms, then the operators of th
 retrieved from the knowledge base, then generic mutations. The patcher screens them in
 that order on the smallest failing input (many per sandboxed process) within the
 evaluation budget. The first edit that passes there is proposed; if none does, the one
-that lowers the error most. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
+that lowers the error most, after a bounded pair search (``tools.derived.pair_edits``: second
+edits derived from the diagnosis on top of it). Before screening, a large failing variant is
+shrunk (``tools.minimise``) so every screen runs on the smallest input that still fails. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
 (``agents.llm_patcher``), or ``auto`` (this one until it is exhausted, then the LLM).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
 from kb.engine import plan
+from tools.derived import pair_edits
 from tools.records import EvalResult
 
 
@@ -71,6 +74,19 @@ def offline_patcher(state: dict) -> dict:
                 return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
             if res.score() < base_score and (best_partial is None or res.score() < best_partial[0]):
                 best_partial = (res.score(), p, res)
+    if best_partial is not None and budget_left > 0:
+        # a bounded pair search: second edits derived from the diagnosis on top of the best partial one
+        pairs = [q for q in pair_edits(best_partial[1], diag, _tensor_params(state), limit=PAIR_LIMIT)
+                 if source_hash(q.source) not in set(state.get("tried", [])) | set(screened)]
+        if pairs:
+            emit("patcher", f"screening {len(pairs)} pairs on top of the best partial edit on {target}")
+            for q, res in zip(pairs, r.screen([q.source for q in pairs], [target])):
+                screened.append(source_hash(q.source))
+                if res.variants and all(v.status == "pass" for v in res.variants):
+                    chosen = {**q.model_dump(), "screen": {"variant": target, "status": "pass", "pair": True}, "kb": kb}
+                    return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
+                if res.score() < best_partial[0]:
+                    best_partial = (res.score(), q, res)
     if best_partial is not None:
         _, p, res = best_partial
         chosen = {**p.model_dump(), "screen": {"variant": target, "status": res.status, "partial": True}, "kb": kb}
@@ -80,6 +96,8 @@ def offline_patcher(state: dict) -> dict:
                       f"{target}"}
 
 
+#: Pairs screened on top of the best partial edit (one evaluation: they run in one process).
+PAIR_LIMIT = 12
 _MINIMISED: dict[tuple[str, str, str], tuple[str, object, dict]] = {}
 
 

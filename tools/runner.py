@@ -16,7 +16,7 @@ from tools.backends import Backend
 from tools.compare import compare_outputs
 from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
 from tools.sandbox import WARM_ENABLED, WarmPool, run_worker
-from tools.suite import candidate_boundaries
+from tools.suite import CONTRACT_VARIANTS, candidate_boundaries
 
 #: Environment of compile processes: no interpreter (triton.language must not be patched).
 COMPILE_ENV = {"TRITON_INTERPRET": "0"}
@@ -286,7 +286,7 @@ class Runner:
             # two), not a silent wrong result; on the default inputs it is a runtime error.
             return VariantResult(variant_id=vid, status=e["status"], message=e.get("message", ""),
                                  launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
-                                 unsupported=not vid.startswith("default/"))
+                                 unsupported=not vid.startswith(("default/",) + CONTRACT_VARIANTS))
         try:
             out = torch.load(os.path.join(eval_dir, e["output_file"]), weights_only=True)
         except Exception as ex:  # noqa: BLE001 - the file came from untrusted code

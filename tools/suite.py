@@ -566,6 +566,11 @@ RANK_IDIOMS = (r"\b{p}\.dim\(\)", r"\b{p}\.ndim\b", r"\b{p}\.ndimension\(\)", r"
                r"len\(\s*{p}\.size\(\)\s*\)", r"\b{p}\.shape\[\s*[12]\s*:\s*\]", r"\b{p}\.size\(\)\[\s*[12]\s*:\s*\]")
 
 
+#: Variants that are the reference's own contract (it reads the input's rank): a candidate that
+#: raises on them fails, it does not merely refuse an input (``VariantResult.unsupported``).
+CONTRACT_VARIANTS = ("rank0/", "rank+1/")
+
+
 def inspects_rank(module) -> list[int]:
     """Positions of the ``forward`` inputs whose rank the reference's source reads (``RANK_IDIOMS``).
 
