@@ -2,8 +2,10 @@
 
 Order: (1) replays of learned repairs whose symptoms match the diagnosis (``kb.learn``),
 (1b) edits derived from the diagnosis' relations (``tools.derived``: a factor in scope, a
-missing row offset, a literal stride, a clamp, a zero-divisor guard), (2) the operators of the retrieved patterns, in the store's ranking, each with the
-pattern's parameters, (3) every generic mutation (``tools.mutations``) not proposed yet.
+missing row offset, a literal stride, a clamp, a zero-divisor guard), (2) the operators of
+the retrieved patterns, in the store's ranking, each with the pattern's parameters, (2b)
+derived edits no relation points to, (3) every generic mutation (``tools.mutations``) not
+proposed yet.
 The patcher screens the plan in batches within its evaluation budget; nothing here runs
 a candidate.
 """
@@ -162,5 +164,6 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
     add(derive(source, diagnosis, tensor_params))  # edits that would explain the localised relation
     for _, _, patches in ranked:
         add(patches)
+    add(derive(source, diagnosis, tensor_params, blind=True))
     add(mutate(source, None, tensor_params))
     return Plan(out, [p["id"] for _, p, _ in ranked[:5]], learned, infer_categories(source), round(secs, 3), dense)

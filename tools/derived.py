@@ -418,13 +418,16 @@ def _measured_scale(diagnosis: dict) -> float | None:
     return None
 
 
-def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None) -> list[Patch]:
+def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None, blind: bool = False) -> list[Patch]:
     """Every derived edit the diagnosis' relations and symptoms call for, most specific first.
 
     Args:
         source: the candidate (best so far).
         diagnosis: ``tools.diagnostics.diagnose`` output (``symptoms``, ``localisation``).
         tensor_params: ``ModelNew.forward`` parameters that are tensors.
+        blind: instead, the edits no relation points to (a log2(e) on an exp2 addend; every
+            scalar as a factor of a stored value when no ``scaled`` relation was measured),
+            which the engine screens after the patterns.
 
     Returns:
         Patches (one edit each), without duplicate sources; empty when the source does not parse.
@@ -448,9 +451,10 @@ def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None)
         families.append(exp_clamp_edits(ctx))
     if symptoms & {"nan_or_inf", "value_regime_zero_rows"}:
         families.append(div_guard_edits(ctx))
-    families.append(exp2_domain_edits(ctx))
-    if scale is None and not symptoms & {"row_scaled", "scaled"} and diagnosis.get("failing"):
-        families.append(scale_edits(ctx, None))
+    if blind:  # edits no relation points to: screened after the knowledge base's patterns
+        families = [exp2_domain_edits(ctx)]
+        if scale is None and not symptoms & {"row_scaled", "scaled"} and diagnosis.get("failing"):
+            families.append(scale_edits(ctx, None))
     out: list[Patch] = []
     seen: set[str] = set()
     for fam in families:
