@@ -181,3 +181,28 @@ def test_kernelbook_init_inputs_and_model_by_assignment():
     validate_sources(ref, cand)  # Model bound by assignment, ModelNew taking *args: accepted
     with pytest.raises(TaskError, match="no class Model"):
         validate_sources(ref.replace("Model = PinballLoss", "Other = PinballLoss"), cand)
+
+
+def test_cmd_shrink_adds_the_shrunk_variants_with_reference_outputs(tmp_path):
+    import json
+
+    from tools.minimise import cmd_shrink
+
+    ref_path = tmp_path / "reference.py"
+    ref_path.write_text(BROADCAST_REF)
+    ref = _module(BROADCAST_REF)
+    vs = fill_expected(ref, [v for v in generate_variants(ref) if v.id == "default/seed1"], [])
+    torch.save({"init_inputs": [], "variants": [{"id": v.id, "inputs": v.inputs, "init": None} for v in vs]},
+               tmp_path / "inputs.pt")
+    torch.save({v.id: {"out": v.expected, "slack": v.slack} for v in vs}, tmp_path / "expected.pt")
+    out = tmp_path / "m"
+    out.mkdir()
+    assert cmd_shrink({"reference_path": str(ref_path), "inputs_path": str(tmp_path / "inputs.pt"),
+                       "expected_path": str(tmp_path / "expected.pt"), "variant_id": "default/seed1",
+                       "prefix": "m0", "out_dir": str(out)}) == 0
+    meta = {v["id"]: v for v in json.load(open(out / "suite.json"))["variants"]}
+    assert meta["m0/40->20"]["shapes"] == [[8, 20], [20]] and meta["m0/8->4"]["split"] == "minimised"
+    data = torch.load(out / "inputs.pt", weights_only=False)
+    exp = torch.load(out / "expected.pt", weights_only=False)
+    x, w = next(v["inputs"] for v in data["variants"] if v["id"] == "m0/40->20")
+    assert torch.allclose(exp["m0/40->20"]["out"], x * w) and "default/seed1" in exp  # the old suite is kept
