@@ -11,16 +11,20 @@ intermediate joins the findings.
 
 from __future__ import annotations
 
-from agents.common import runner
-from tools.diagnostics import diagnose
+from agents.common import runner, source_hash
+from tools.diagnostics import diagnosis_of
 from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import EvalResult
 
 
 def instrumentation_planner(state: dict) -> dict:
     """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful."""
-    ev = EvalResult(**state["best_eval"])
-    diag = diagnose(ev, state.get("suite", []))
+    prev = state.get("diagnosis") or {}
+    key = source_hash(state["best_source"])
+    if prev.get("source") == key:  # the same source triage (or an earlier round) diagnosed: the same diagnosis
+        diag = {**prev, "findings": list(prev.get("findings", []))}
+    else:  # an edit changed the candidate: re-diagnose it with the same function on its evaluation
+        diag = diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []), source_key=key)
     update: dict = {"diagnosis": diag, "probe_request": None}
     asked = state.get("probe_request")
     if not asked and "nan_or_inf" not in diag["symptoms"]:

@@ -5,7 +5,9 @@ far: replays of learned repairs with matching symptoms, then the operators of th
 retrieved from the knowledge base, then generic mutations. The patcher screens them in
 that order on the smallest failing input (many per sandboxed process) within the
 evaluation budget. The first edit that passes there is proposed; if none does, the one
-that lowers the error most. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
+that lowers the error most, after a bounded pair search (``tools.derived.pair_edits``: second
+edits derived from the diagnosis on top of it). Before screening, a large failing variant is
+shrunk (``tools.minimise``) so every screen runs on the smallest input that still fails. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
 (``agents.llm_patcher``), or ``auto`` (this one until it is exhausted, then the LLM).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
 from kb.engine import plan
+from tools.derived import pair_edits
 from tools.records import EvalResult
 
 
@@ -46,11 +49,15 @@ def offline_patcher(state: dict) -> dict:
     target = diag.get("smallest_failing") or r.smallest(r.ids("search"))
     base = EvalResult(**state["best_eval"])
     base_v = next((v for v in base.variants if v.variant_id == target), None)
+    budget_left = max(0, s.max_evaluations - r.evaluations)
+    target, base_v, shrunk = _minimised(r, state, target, base_v, budget_left)
+    budget_left = max(0, s.max_evaluations - r.evaluations)
     base_score = (1, 0.0) if base_v is None else EvalResult(status=base_v.status, variants=[base_v],
                                                               backend=base.backend).score()
+    if shrunk:
+        kb["minimised"] = shrunk
     screened: list[str] = []
     best_partial = None
-    budget_left = max(0, s.max_evaluations - r.evaluations)
     for i in range(0, len(patches), s.screen_batch):
         if budget_left <= 0:
             break
@@ -67,6 +74,19 @@ def offline_patcher(state: dict) -> dict:
                 return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
             if res.score() < base_score and (best_partial is None or res.score() < best_partial[0]):
                 best_partial = (res.score(), p, res)
+    if best_partial is not None and budget_left > 0:
+        # a bounded pair search: second edits derived from the diagnosis on top of the best partial one
+        pairs = [q for q in pair_edits(best_partial[1], diag, _tensor_params(state), limit=PAIR_LIMIT)
+                 if source_hash(q.source) not in set(state.get("tried", [])) | set(screened)]
+        if pairs:
+            emit("patcher", f"screening {len(pairs)} pairs on top of the best partial edit on {target}")
+            for q, res in zip(pairs, r.screen([q.source for q in pairs], [target])):
+                screened.append(source_hash(q.source))
+                if res.variants and all(v.status == "pass" for v in res.variants):
+                    chosen = {**q.model_dump(), "screen": {"variant": target, "status": "pass", "pair": True}, "kb": kb}
+                    return {"pending_patch": chosen, "tried": screened, "evaluations": r.evaluations}
+                if res.score() < best_partial[0]:
+                    best_partial = (res.score(), q, res)
     if best_partial is not None:
         _, p, res = best_partial
         chosen = {**p.model_dump(), "screen": {"variant": target, "status": res.status, "partial": True}, "kb": kb}
@@ -74,6 +94,35 @@ def offline_patcher(state: dict) -> dict:
     return {"pending_patch": None, "tried": screened, "evaluations": r.evaluations, "exhausted": True,
             "reason": f"no untried edit ({len(screened)} screened: learned, patterns, mutations) passes or improves "
                       f"{target}"}
+
+
+#: Pairs screened on top of the best partial edit (one evaluation: they run in one process).
+PAIR_LIMIT = 12
+_MINIMISED: dict[tuple[str, str, str], tuple[str, object, dict]] = {}
+
+
+def _minimised(r, state: dict, target: str, base_v, budget_left: int):
+    """Shrink the failing variant before screening (``tools.minimise``), once per source and variant.
+
+    Returns:
+        ``(variant id, its VariantResult for the best source, record or None)``; the original
+        target when it is small, passes, or nothing smaller fails.
+    """
+    from tools.minimise import MAX_ROUNDS, MINIMISE_FROM, minimise
+
+    size = {v["id"]: v.get("numel", 0) for v in r.variants}
+    if base_v is None or base_v.status == "pass" or size.get(target, 0) < MINIMISE_FROM:
+        return target, base_v, None
+    key = (state["run_dir"], source_hash(state["best_source"]), target)
+    if key not in _MINIMISED or _MINIMISED[key][0] not in r.ids():
+        new, record, res = minimise(r, state["best_source"], target, min(MAX_ROUNDS, budget_left // 4),
+                                    base_v.status)
+        _MINIMISED[key] = (new, res, record)
+    new, res, record = _MINIMISED[key]
+    if new != target:
+        emit("patcher", f"failing input minimised: {target} ({record['numel_from']} elements) -> {new} "
+                        f"({record['numel_to']}) in {record['evaluations']} evaluations", **record)
+    return new, (res if new != target else base_v), (record if new != target else None)
 
 
 def _tensor_params(state: dict) -> list[str] | None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-from agents.common import emit, make_run_dir, runner, settings, targets
+from agents.common import emit, make_run_dir, runner, settings, source_hash, targets
 from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
-from tools.diagnostics import diagnose
+from tools.diagnostics import diagnosis_of
 from tools.replay import replay_command
 from tools.report import write_file_atomic
 from tools.runner import SuiteError
@@ -44,9 +44,9 @@ def triage(state: dict) -> dict:
     ev = r.evaluate(state["candidate_source"], r.ids())
     moved = fit_budget(r.variants, {v.variant_id: v.wall_s for v in ev.variants},
                        {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)
-    search = ev.subset(r.ids("search"))
-    diag = diagnose(search if not search.passed else ev, r.variants)
+    search = ev.subset(r.ids("search"))  # the best evaluation the loop compares against
     comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
+    diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]))
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.
@@ -54,10 +54,6 @@ def triage(state: dict) -> dict:
         status = "compile_error"
         classification = "compile error for " + ", ".join(sorted({b.target for b in bad})) if bad else \
             "compile error"
-        diag["symptoms"] = ["gpu_compile_error"] + diag["symptoms"]
-        msg = comp.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
-        diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
-        diag["summary"] = f"does not compile for {', '.join(sorted({b.target for b in bad}))}; " + diag["summary"]
     protected = protected_fingerprint(state["reference_source"], s.tolerance, r.suite_dir)
     return {**update, "suite": r.variants, "evaluations": r.evaluations, "targets": tgts, "protected": protected,
             "compile": comp.model_dump(),

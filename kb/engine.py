@@ -1,8 +1,11 @@
 """The offline repair engine's plan: which edits to screen, in what order.
 
 Order: (1) replays of learned repairs whose symptoms match the diagnosis (``kb.learn``),
-(2) the operators of the retrieved patterns, in the store's ranking, each with the
-pattern's parameters, (3) every generic mutation (``tools.mutations``) not proposed yet.
+(1b) edits derived from the diagnosis' relations (``tools.derived``: a factor in scope, a
+missing row offset, a literal stride, a clamp, a zero-divisor guard), (2) the operators of
+the retrieved patterns, in the store's ranking, each with the pattern's parameters, (2b)
+derived edits no relation points to, (3) every generic mutation (``tools.mutations``) not
+proposed yet.
 The patcher screens the plan in batches within its evaluation budget; nothing here runs
 a candidate.
 """
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
+from tools.derived import derive
 from tools.mutations import MUTATIONS, mutate
 from tools.operators import OPERATORS, Context, analyse, matches
 from tools.records import Patch
@@ -157,7 +161,9 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
     ctx = analyse(source, tensor_params)
     for e in learned:  # the exact edit that repaired a run with these symptoms
         add(_proposals(ctx, e["operator"], e.get("params")))
+    add(derive(source, diagnosis, tensor_params))  # edits that would explain the localised relation
     for _, _, patches in ranked:
         add(patches)
+    add(derive(source, diagnosis, tensor_params, blind=True))
     add(mutate(source, None, tensor_params))
     return Plan(out, [p["id"] for _, p, _ in ranked[:5]], learned, infer_categories(source), round(secs, 3), dense)

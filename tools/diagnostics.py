@@ -31,6 +31,11 @@ SYMPTOMS = {
     "out_of_bounds": "a kernel writes past the end of an output allocation (guard band)",
     "no_launch": "no Triton kernel launched",
     "dtype_float16": "wrong only with fp16 inputs",
+    "stride_zero": "wrong only on an expanded (stride-0) input, as autograd hands a broadcast gradient",
+    "other_rank": "wrong on inputs of another rank that the reference accepts (0-dim, a split dimension)",
+    "small_sizes": "wrong only at sizes far below the block: one program's tile spans several rows",
+    "value_regime_huge": "wrong only on values past exp's fp32 overflow",
+    "value_regime_zero_rows": "wrong only when some rows are all zero (a division by their sum, norm or max)",
     "aligned_passes": "right when a size is a power of two, wrong otherwise: padded (masked-off) lanes enter the result",
 }
 # The localisation's relations (tools.localise) are symptoms too, under the same names.
@@ -56,7 +61,14 @@ FAULT_CLASSES: list[tuple[str, set[str], set[str] | None, str]] = [
     ("grid_or_chunk", {"past_block_boundary", "stale_tail"}, None,
      "the grid, a chunk loop or a chunk mask breaks once a size passes one block or chunk (only the elements "
      "past the last full block or chunk are wrong)"),
-    ("stride", {"noncontiguous"}, None, "the kernel assumes contiguous inputs (strides)"),
+    ("stride", {"noncontiguous", "stride_zero"}, None, "the kernel assumes contiguous inputs (strides): a stride "
+                                                        "passed or computed as if the input were dense"),
+    ("overflow", {"value_regime_huge"}, None, "an exact formula overflows (an exponential ratio reaching inf/inf): "
+                                              "a stable form or a clamp is needed"),
+    ("zero_divisor", {"value_regime_zero_rows"}, None, "a division by a value that is zero for an all-zero row"),
+    ("rank", {"other_rank"}, None, "the kernel or its wrapper assumes the default rank of an input"),
+    ("tile_rows", {"small_sizes"}, None, "a tile spans several rows at small sizes: a reduction or index over the "
+                                         "whole tile instead of per row"),
     ("precision", {"dtype_float16"}, None, "intermediate precision: fp16 accumulation or arithmetic"),
     ("precision", {"reduced_precision_inputs"}, {"value_regime_large", "nan_or_inf"},
      "an fp16 intermediate overflows or loses precision: accumulate in fp32"),
@@ -90,8 +102,14 @@ def _variant_kind(meta: dict) -> str:
     m = meta.get("meta", {})
     if "regime" in m:
         return "value_regime_" + m["regime"]
+    if m.get("layout") == "expanded":
+        return "stride_zero"
     if "layout" in m:
         return "noncontiguous"
+    if "rank" in m:
+        return "other_rank"
+    if m.get("small"):
+        return "small_sizes"
     if m.get("aligned"):
         return "aligned_size"
     if "boundary" in m:
@@ -220,3 +238,38 @@ def _tensor_symptoms(v: VariantResult, add) -> None:
             last = dims[-1]
             if last["size"] > 8 and last["first"] is not None and last["first"] >= last["size"] // 2:
                 add("tail_only")
+
+
+def diagnosis_of(result: EvalResult, variants: list[dict], search_ids: list[str] | None = None,
+                 compile_report=None, source_key: str | None = None) -> dict:
+    """The one diagnosis function: triage and the instrumentation planner both call it.
+
+    Diagnoses the search part of ``result`` when it fails there, else the whole evaluation
+    (a fault that only the held-out part shows is still a fault); adds the GPU compile
+    failures of ``compile_report`` (a ``tools.records.CompileReport``) as the symptom
+    ``gpu_compile_error``; records ``source_key`` so a later caller can tell whether the
+    diagnosis is of the source it holds (then it reuses it: the fault class shown at triage
+    is the one the patcher uses until an edit changes the candidate).
+
+    Args:
+        result: an evaluation of one candidate source.
+        variants: suite metadata.
+        search_ids: ids of the search split (None: all of ``result``).
+        compile_report: a compile check of the same source, or None.
+        source_key: a key of the diagnosed source (``agents.common.source_hash``).
+
+    Returns:
+        ``diagnose``'s dictionary plus ``source`` (the key).
+    """
+    search = result.subset(search_ids) if search_ids is not None else result
+    diag = diagnose(search if not search.passed else result, variants)
+    if compile_report is not None and not compile_report.ok and result.status in ("pass", "mismatch", "timeout"):
+        bad = compile_report.failures()
+        targets = sorted({b.target for b in bad})
+        msg = compile_report.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
+        diag["symptoms"] = ["gpu_compile_error"] + [s for s in diag["symptoms"] if s != "gpu_compile_error"]
+        diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
+        diag["summary"] = f"does not compile for {', '.join(targets)}; " + diag["summary"]
+        diag["fault_class"] = fault_class(diag["symptoms"])
+    diag["source"] = source_key
+    return diag

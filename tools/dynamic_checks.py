@@ -189,8 +189,9 @@ class AuditProbe:
         """
         out, reused = [], True
         for k, x in enumerate(inputs):
-            if not isinstance(x, torch.Tensor):
+            if not isinstance(x, torch.Tensor) or any(st == 0 and n > 1 for n, st in zip(x.shape, x.stride())):  # an expanded view: as is
                 out.append(x)
+                reused = reused and not isinstance(x, torch.Tensor)
                 continue
             key = (k, tuple(x.shape), tuple(x.stride()), x.dtype, str(x.device))
             buf = self.buffers.get(key)

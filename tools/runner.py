@@ -21,7 +21,7 @@ from tools.compare import compare_outputs
 from tools.records import CompileReport, EvalResult, KernelCompile, VariantResult, worst_status
 from tools.sandbox import WARM_ENABLED, WarmPool, check_sandbox, run_worker
 from tools.scrub import scrub
-from tools.suite import candidate_boundaries
+from tools.suite import CONTRACT_VARIANTS, candidate_boundaries
 
 #: Environment of compile processes: no interpreter (triton.language must not be patched).
 COMPILE_ENV = {"TRITON_INTERPRET": "0"}
@@ -113,7 +113,25 @@ class Runner:
     @property
     def suite_dir(self) -> str:
         """Folder of the built suite (``suite.json``, ``inputs.pt``, ``expected.pt``)."""
-        return os.path.dirname(self._inputs_path)
+        return os.path.join(self.work_dir, "suite")
+
+    def extend_suite(self, inputs: list[dict], expected: dict, meta: list[dict]) -> list[dict]:
+        """Adopt variants derived from the suite (``tools.minimise``); their metadata.
+
+        Args:
+            inputs: ``[{"id", "inputs", "init"}]`` of the new variants (tensors).
+            expected: variant id -> ``{"out", "slack"}``, the reference's outputs, kept in this process.
+            meta: the new variants' metadata (``id``, ``split``, ``numel``, ``shapes``...).
+        """
+        if not self._inputs:
+            self._inputs = torch.load(self._inputs_path, weights_only=False)
+        known = set(self.ids())
+        added = [m for m in meta if m["id"] not in known]
+        ids = {m["id"] for m in added}
+        self._inputs["variants"] += [v for v in inputs if v["id"] in ids]
+        self._expected.update({k: v for k, v in expected.items() if k in ids})
+        self.variants += added
+        return added
 
     def ids(self, split: str | None = None) -> list[str]:
         """Variant ids of one split (``search`` or ``heldout``), or all."""
@@ -271,7 +289,7 @@ class Runner:
             # two), not a silent wrong result; on the default inputs it is a runtime error.
             return VariantResult(variant_id=vid, status=e["status"], message=scrub(str(e.get("message", ""))),
                                  launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
-                                 unsupported=not vid.startswith("default/"))
+                                 unsupported=not vid.startswith(("default/",) + CONTRACT_VARIANTS))
         out = e.get("out")
         exp = self._expected[vid]
         try:

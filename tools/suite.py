@@ -36,6 +36,8 @@ from typing import Callable
 
 import torch
 
+from tools.task import construct
+
 SEEDS = (1, 2, 3)
 #: Relative input perturbation standing in for fp32 rounding (2**-20, about 8 fp32 ulps).
 PERTURBATION = 2.0 ** -20
@@ -334,6 +336,11 @@ def generate_variants(module, boundaries: list[int] | tuple = ()) -> list[Varian
                                    f"every dimension of size {size} sliced to {new}, a power of two",
                                    _shrink_dim(base, size, new), meta={"dim": size, "value": new, "aligned": True}))
     out += _independent_variants(base)
+    drawn = _small_inputs(module, names, base, default_init)
+    extra = generality_variants(module, base, drawn[0] if drawn else None)
+    if drawn and drawn[1] is not None:
+        extra[0].init = drawn[1]
+    out += extra
     for name, fn in REGIMES.items():
         out.append(Variant(f"regime/{name}/seed1", "search", 1, f"{name} values ({name} regime) under seed 1",
                            _regime(base, fn), meta={"regime": name}))
@@ -358,7 +365,11 @@ def clone_inputs(inputs: list) -> list:
     """Deep-copy tensors (same strides) so a forward cannot change the stored inputs."""
     out = []
     for x in inputs:
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, torch.Tensor) and any(st == 0 and n > 1 for n, st in zip(x.shape, x.stride())):
+            # an expanded view: copy its distinct elements, then expand again (same shape, same strides)
+            idx = tuple(slice(0, 1) if st == 0 else slice(None) for st in x.stride())
+            out.append(clone_inputs([x[idx]])[0].expand(x.shape))
+        elif isinstance(x, torch.Tensor):
             y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
             y.copy_(x)
             out.append(y)
@@ -376,7 +387,7 @@ def _finite(out) -> bool:
 def _run64(module, init_inputs: list, seed: int, inputs: list, perturb: float = 0.0):
     """The reference in float64 on (optionally relatively perturbed) copies of the inputs."""
     torch.manual_seed(seed)
-    model = module.Model(*init_inputs).double()
+    model = construct(module.Model, init_inputs).double()
     gen = torch.Generator().manual_seed(1234)
     xs = []
     for x in clone_inputs(inputs):
@@ -472,7 +483,7 @@ def fill_expected(module, variants: list[Variant], init_inputs: list, seed: int 
         init = v.init if v.init is not None else init_inputs
         torch.manual_seed(seed)
         try:
-            model = module.Model(*init)
+            model = construct(module.Model, init)
         except Exception as e:  # noqa: BLE001 - the constructor refuses these sizes: not a variant
             if v.id == "default/seed1":
                 raise RuntimeError(f"Model(*get_init_inputs()) raises {type(e).__name__}: {e}") from None
@@ -538,3 +549,150 @@ def fit_budget(variants: list[dict], walls: dict[str, float], passed: set[str], 
         total -= walls.get(v["id"], 0.0)
         moved.append(v["id"])
     return moved
+
+
+# ---------------------------------------------------------------- generality variants (issue 14)
+#: Primes the "small" variant gives the size integers (or dimensions), in order: sizes far
+#: below any block, so one program's tile spans several rows of a 2-D problem.
+SMALL_SIZES = (5, 3, 7, 11, 13)
+#: Scale of the "huge" regime: exp(x) overflows fp32 past 88.7, so an exact formula written as
+#: an exponential ratio (tanh = (e^z - e^-z) / (e^z + e^-z)) reaches inf/inf (IEEE 754 binary32 max 3.4e38).
+HUGE_SCALE = 1.0e4
+#: At most this many expanded (stride-0) variants.
+MAX_EXPANDED = 3
+#: Source idioms by which a reference inspects the rank of an input ``{p}`` (then inputs of
+#: another rank are part of its contract: a 0-dim upstream gradient, (N, C, H, W) besides (N, C, L)).
+RANK_IDIOMS = (r"\b{p}\.dim\(\)", r"\b{p}\.ndim\b", r"\b{p}\.ndimension\(\)", r"len\(\s*{p}\.shape\s*\)",
+               r"len\(\s*{p}\.size\(\)\s*\)", r"\b{p}\.shape\[\s*[12]\s*:\s*\]", r"\b{p}\.size\(\)\[\s*[12]\s*:\s*\]")
+
+
+#: Variants that are the reference's own contract (it reads the input's rank): a candidate that
+#: raises on them fails, it does not merely refuse an input (``VariantResult.unsupported``).
+CONTRACT_VARIANTS = ("rank0/", "rank+1/")
+
+
+def inspects_rank(module) -> list[int]:
+    """Positions of the ``forward`` inputs whose rank the reference's source reads (``RANK_IDIOMS``).
+
+    Only those inputs get variants of another rank: a reference that only broadcasts an input
+    keeps its default rank as the contract, and a correct kernel written for it would be
+    failed for nothing.
+    """
+    import inspect
+    import re
+
+    try:
+        src = inspect.getsource(module)
+        params = list(inspect.signature(module.Model.forward).parameters)[1:]
+    except (OSError, TypeError, ValueError, AttributeError):
+        return []
+    return [i for i, p in enumerate(params)
+            if any(re.search(rx.replace("{p}", re.escape(p)), src) for rx in RANK_IDIOMS)]
+
+
+def _zero_rows(x: torch.Tensor) -> torch.Tensor:
+    """Every other row (along dimension -2; every other element of a vector) set to zero, the first among them."""
+    y = x.clone()
+    if y.dim() >= 2:
+        y[..., ::2, :] = 0
+    elif y.dim() == 1:
+        y[::2] = 0
+    return y
+
+
+def _strided(x: torch.Tensor) -> torch.Tensor:
+    """Same values in a view with stride 2 along the last dimension (``buf[..., ::2]``)."""
+    shape = list(x.shape)
+    shape[-1] *= 2
+    buf = torch.zeros(shape, dtype=x.dtype)
+    view = buf[..., ::2]
+    view.copy_(x)
+    return view
+
+
+def _expanded(x: torch.Tensor, d: int) -> torch.Tensor:
+    """The first slice of ``x`` along ``d`` broadcast back to ``x``'s shape: stride 0 along ``d`` (autograd's expand)."""
+    return x.narrow(d, 0, 1).clone().expand(x.shape)
+
+
+def _split_last(x: torch.Tensor) -> torch.Tensor | None:
+    """``x`` of shape (..., L) as (..., f, L / f) for the smallest factor 2 <= f <= 7 of L; None when L has none."""
+    n = x.shape[-1]
+    for f in range(2, 8):
+        if n % f == 0 and n // f > 1:
+            return x.reshape(*x.shape[:-1], f, n // f).clone()
+    return None
+
+
+def generality_variants(module, base: list, small: list | None) -> list[Variant]:
+    """Variants that reach faults the default-shaped suite cannot (issue 14).
+
+    - ``small``: every size integer (or dimension) at a small prime: several rows per tile;
+    - ``layout/strided``: float inputs of rank 1 (and higher) read through a stride-2 view;
+    - ``expanded/inK``: input K's first slice along dimension 0 expanded back (stride 0), as
+      autograd hands a broadcast upstream gradient to a backward kernel;
+    - ``rank0/inK`` and ``rank+1/inK``: for an input whose rank the reference inspects
+      (``inspects_rank``), a rank-1 input as a 0-dim tensor, a higher-rank one with its last
+      dimension split;
+    - ``regime/huge``: values past exp's fp32 overflow (``HUGE_SCALE``), and ``regime/zero_rows``:
+      every other row zero (a division by a row's sum, norm or max meets 0).
+
+    Args:
+        module: the reference module.
+        base: the default inputs under seed 1.
+        small: the inputs drawn with small sizes (``SMALL_SIZES``), or None when not drawn.
+
+    Returns:
+        Search variants (the caller fills ``expected``; the reference decides which are kept).
+    """
+    out: list[Variant] = []
+    if small is not None:
+        out.append(Variant("small/seed1", "search", 1, "every size at a small prime (several rows per tile) under seed 1",
+                           small, meta={"small": True}))
+    floats = [i for i, x in enumerate(base) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 1
+              and x.numel() > 1]
+    if floats:
+        out.append(Variant("layout/strided/seed1", "search", 1, "float inputs as stride-2 views (last dimension) under seed 1",
+                           [(_strided(x) if i in floats else x) for i, x in enumerate(base)], meta={"layout": "strided"}))
+    for i in floats[:MAX_EXPANDED]:
+        x = base[i]
+        if x.shape[0] > 1:
+            inputs = list(base)
+            inputs[i] = _expanded(x, 0)
+            out.append(Variant(f"expanded/in{i}/seed1", "search", 1,
+                               f"input {i} expanded (stride 0) along dimension 0 from its first slice under seed 1",
+                               inputs, meta={"layout": "expanded", "input": i}))
+    inspected = inspects_rank(module)
+    for i in inspected:
+        x = base[i] if i < len(base) else None
+        if not isinstance(x, torch.Tensor):
+            continue
+        if x.dim() == 1:
+            inputs = list(base)
+            inputs[i] = x[0].clone()
+            out.append(Variant(f"rank0/in{i}/seed1", "search", 1, f"input {i} as a 0-dim tensor under seed 1",
+                               inputs, meta={"rank": 0, "input": i}))
+        elif x.dim() >= 2 and x.is_floating_point() and _split_last(x) is not None:
+            inputs = list(base)
+            inputs[i] = _split_last(x)
+            out.append(Variant(f"rank+1/in{i}/seed1", "search", 1,
+                               f"input {i} with its last dimension split (rank {x.dim() + 1}) under seed 1",
+                               inputs, meta={"rank": x.dim() + 1, "input": i}))
+    out.append(Variant("regime/huge/seed1", "search", 1, f"values times {HUGE_SCALE:g} (past exp's fp32 overflow) under seed 1",
+                       _regime(base, lambda x: x * HUGE_SCALE), meta={"regime": "huge"}))
+    if any(isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 2 for x in base):
+        out.append(Variant("regime/zero_rows/seed1", "search", 1, "every other row of the float inputs zero under seed 1",
+                           _regime(base, _zero_rows), meta={"regime": "zero_rows"}))
+    return out
+
+
+def _small_inputs(module, names: list[str], base: list, default_init: list) -> tuple[list, list | None] | None:
+    """The inputs with every size integer at a small prime (or every dimension > 3 sliced to one)."""
+    if names:
+        sizes = {n: min(getattr(module, n), SMALL_SIZES[k % len(SMALL_SIZES)]) for k, n in enumerate(names)}
+        return _draw_sized(module, sizes, 1, default_init)
+    dims = sorted({s for x in base if isinstance(x, torch.Tensor) for s in x.shape if s > 3}, reverse=True)
+    inputs = list(base)
+    for k, s in enumerate(dims):
+        inputs = _shrink_dim(inputs, s, min(s, SMALL_SIZES[k % len(SMALL_SIZES)]))
+    return (inputs, None) if dims else None

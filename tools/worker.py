@@ -224,7 +224,11 @@ def cmd_eval(job: dict) -> int:
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
     from tools.guard import GuardedAllocations
+    from tools.poison import enable_poison
+    from tools.task import construct
     from tools.suite import clone_inputs
+
+    enable_poison()
 
     device = job.get("device", "cpu")
     variants = {v["id"]: v["inputs"] for v in job["variants"]}
@@ -247,7 +251,7 @@ def cmd_eval(job: dict) -> int:
             try:
                 mod = _load_module(path, f"nearmiss_candidate_{k}")
                 torch.manual_seed(job.get("seed", 42))
-                model = mod.ModelNew(*init)
+                model = construct(mod.ModelNew, init)
                 if hasattr(model, "to"):
                     model = model.to(device)
             except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
@@ -261,7 +265,7 @@ def cmd_eval(job: dict) -> int:
                 if repr(vinit) not in models:  # a size that the constructor takes (a LayerNorm's width)
                     try:
                         torch.manual_seed(job.get("seed", 42))
-                        models[repr(vinit)] = mod.ModelNew(*vinit)
+                        models[repr(vinit)] = construct(mod.ModelNew, vinit)
                         if hasattr(models[repr(vinit)], "to"):
                             models[repr(vinit)] = models[repr(vinit)].to(device)
                     except BaseException as e:  # noqa: BLE001
@@ -315,6 +319,7 @@ def cmd_probe(job: dict) -> int:
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
     from tools.probes import HOOK, make_hook
+    from tools.task import construct
     from tools.suite import clone_inputs
 
     chosen = job["variant"]
@@ -328,7 +333,7 @@ def cmd_probe(job: dict) -> int:
         mod = _load_module(path, "nearmiss_probed")
         setattr(mod, HOOK, make_hook(records, job.get("program_ids") or []))
         torch.manual_seed(job.get("seed", 42))
-        model = mod.ModelNew(*init)
+        model = construct(mod.ModelNew, init)
         with torch.no_grad():
             model(*clone_inputs(inputs))
     except BaseException as e:  # noqa: BLE001 - candidate code may raise anything
@@ -388,6 +393,9 @@ def main(argv: list[str]) -> int:
 
     cmd = argv[0]
     job = torch.load(io.BytesIO(sys.stdin.buffer.read()), weights_only=False)
+    if cmd == "shrink":  # failing-input minimisation (tools.minimise)
+        from tools.minimise import cmd_shrink
+        return cmd_shrink(job)
     return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
 
 
