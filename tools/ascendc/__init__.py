@@ -7,6 +7,6 @@ Public entry points: ``run_kernel`` (compile and run a kernel on the emulator),
 from tools.ascendc.runtime import (AscendCCompileError, AscendCViolation, compile_kernel, kernel_signatures,
                                    run_kernel)
 
-launch = run_kernel
+from tools.ascendc.backend import launch  # noqa: E402
 
 __all__ = ["AscendCCompileError", "AscendCViolation", "compile_kernel", "kernel_signatures", "launch", "run_kernel"]

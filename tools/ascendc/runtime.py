@@ -29,7 +29,11 @@ _SCALARS = {"int8_t": ctypes.c_int8, "uint8_t": ctypes.c_uint8, "int16_t": ctype
             "double": ctypes.c_double, "bool": ctypes.c_bool, "size_t": ctypes.c_size_t}
 
 
-class AscendCCompileError(Exception):
+class CompilationError(Exception):
+    """Base of compile failures (the worker classifies exceptions named so as ``compile_error``)."""
+
+
+class AscendCCompileError(CompilationError):
     """g++ rejected the kernel source; ``line`` is the line in the kernel source (1-based) or None."""
 
     def __init__(self, message: str, line: int | None = None) -> None:
@@ -164,6 +168,9 @@ def _first_error_line(msg: str) -> int | None:
 
 
 _LIBS: dict[str, ctypes.CDLL] = {}
+#: Callbacks ``f(kernel_name, block_dim, args)`` called after each launch that ran to its end
+#: (the worker's launch counter, the integrity audit's launch records), by owner name.
+ON_LAUNCH: dict = {}
 
 
 def run_kernel(kernel_src: str, kernel_name: str, block_dim: int, args: list, cache_dir: str | None = None) -> None:
@@ -214,6 +221,8 @@ def run_kernel(kernel_src: str, kernel_name: str, block_dim: int, args: list, ca
     if rc != 0:
         kind, _, msg = err.value.decode(errors="replace").partition("\n")
         raise AscendCViolation(kind, msg)
+    for f in list(ON_LAUNCH.values()):
+        f(kernel_name, block_dim, args)
 
 
 def _buffer(a, pname: str) -> tuple[int, int]:
