@@ -100,7 +100,7 @@ def test_suite_reads_the_tile_constants_of_the_cpp():
     ("c1_sigmoid_datacopy", "ascendc_datacopy_pad", "DataCopyPad(yGm[i * TILE_LEN], yLocal, DataCopyExtParams(1, (len) * sizeof(T)"),
     ("c1_rowmax_init", "ascendc_reduce_init", "float rowMax = -INFINITY;"),
     ("c1_softmax_queue", "ascendc_queue_count", "pipe.InitBuffer(inQueueX, 2, colsPad * sizeof(T));"),
-    ("c1_layernorm_offset", "ascendc_block_offset", "(__gm__ T*)y + (startRow) * cols"),
+    ("c1_layernorm_offset", "ascendc_block_offset", "(__gm__ T*)y + (startRow) * this->cols"),
     ("c1_mse_fp16", "ascendc_acc_fp32", "KernelMse<half, float> op;"),
 ])
 def test_operator_proposes_the_fix(case, op, needle):
