@@ -87,6 +87,8 @@ def validate_sources(reference_source: str, candidate_source: str,
     defines ``ModelNew`` with the same constructor parameters as ``Model`` and a ``forward``
     taking as many inputs; the candidate holds at least one ``@triton.jit`` function.
     """
+    from tools.ascendc.mkb import model_view  # issue 18 hook: MultiKernelBench's ModelNew lives in model_src
+    candidate_source = model_view(candidate_source)
     ref = _parse(reference_source, reference_path, "reference")
     cand = _parse(candidate_source, candidate_path, "candidate")
     model = _top(ref, ast.ClassDef, "Model")

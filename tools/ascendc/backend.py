@@ -55,13 +55,20 @@ def is_ascendc_candidate(source: str) -> bool:
 
 def precompile(candidate_paths: list[str], cache_dir: str | None = None) -> None:
     """Compile the AscendC sources of the candidates into the cache (errors are cached too). Never raises."""
+    from tools.ascendc.mkb import compile_project, mkb_parts
     for path in candidate_paths:
         try:
             with open(path, encoding="utf-8") as f:
-                srcs = kernel_sources(f.read())
+                source = f.read()
         except (OSError, UnicodeDecodeError):
             continue
-        for text, _ in srcs.values():
+        if mkb_parts(source):
+            try:
+                compile_project(source, cache_dir)
+            except AscendCCompileError:
+                pass  # cached as .err; loading the candidate raises it
+            continue
+        for text, _ in kernel_sources(source).values():
             try:
                 compile_kernel(text, cache_dir)
             except AscendCCompileError:

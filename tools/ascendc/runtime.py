@@ -123,8 +123,19 @@ def compile_kernel(src: str, cache_dir: str | None = None) -> str:
             numbers; ``line``: the first error's line), or the compile ran past 120 s, or
             the library cannot be built here (a confined worker without a cached library).
     """
+    sigs = kernel_signatures(src)
+    if not sigs:
+        raise AscendCCompileError('no `extern "C" __global__ __aicore__ void NAME(...)` kernel in the source')
+    return compile_source('#include "kernel_operator.h"\n#line 1 "kernel_src"\n' + src + _trampolines(sigs), cache_dir)
+
+
+def compile_source(text: str, cache_dir: str | None = None) -> str:
+    """Compile a complete translation unit against the emulator headers; return the library path.
+
+    Cached by ``source_key(text)``; a failure is cached too (``KEY.err``). Raises as ``compile_kernel``.
+    """
     cache_dir = cache_dir or default_cache_dir()
-    key = source_key(src)
+    key = source_key(text)
     so, err = os.path.join(cache_dir, key + ".so"), os.path.join(cache_dir, key + ".err")
     if os.path.exists(so):
         return so
@@ -132,11 +143,7 @@ def compile_kernel(src: str, cache_dir: str | None = None) -> str:
         with open(err) as f:
             msg = f.read()
         raise AscendCCompileError(msg, _first_error_line(msg))
-    sigs = kernel_signatures(src)
-    if not sigs:
-        raise AscendCCompileError('no `extern "C" __global__ __aicore__ void NAME(...)` kernel in the source')
     os.makedirs(cache_dir, exist_ok=True)
-    text = '#include "kernel_operator.h"\n#line 1 "kernel_src"\n' + src + _trampolines(sigs)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         cpp, out = os.path.join(tmp, "k.cpp"), os.path.join(tmp, "k.so")
         with open(cpp, "w") as f:
