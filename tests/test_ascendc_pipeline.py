@@ -83,6 +83,7 @@ def test_compile_error_points_at_the_candidate_line(tmp_path):
 
 def test_task_accepts_direct_launch_candidates_and_rejects_plain_python():
     validate_sources(_case("c1_add_tail", "reference.py"), _case("c1_add_tail", "candidate.py"))
+    validate_sources(_case("c1_mkb_add_tiling", "reference.py"), _case("c1_mkb_add_tiling", "candidate.py"))
     plain = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n        return x + y\n"
     with pytest.raises(TaskError, match="no @triton.jit kernel"):
         validate_sources(_case("c1_add_tail", "reference.py"), plain)
@@ -102,6 +103,7 @@ def test_suite_reads_the_tile_constants_of_the_cpp():
     ("c1_softmax_queue", "ascendc_queue_count", "pipe.InitBuffer(inQueueX, 2, colsPad * sizeof(T));"),
     ("c1_layernorm_offset", "ascendc_block_offset", "(__gm__ T*)y + (startRow) * this->cols"),
     ("c1_mse_fp16", "ascendc_acc_fp32", "KernelMse<half, float> op;"),
+    ("c1_mkb_add_tiling", "ascendc_ceil_div", "uint32_t blockLength = (totalLength + BLOCK_DIM - 1) / BLOCK_DIM;"),
 ])
 def test_operator_proposes_the_fix(case, op, needle):
     patches = propose(_case(case, "candidate.py"), op)
@@ -126,3 +128,45 @@ def test_graph_run_repairs_an_ascendc_near_miss_offline(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     repaired = (out / "repaired.py").read_text()
     assert "(this->blockLen + TILE_LEN - 1) / TILE_LEN" in repaired
+
+
+def _load_mkb(path, cache):
+    import importlib.util
+
+    from tools.ascendc.mkb import materialise
+    spec = importlib.util.spec_from_file_location("mkb_candidate", str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    materialise(mod, cache)
+    return mod
+
+
+def test_multikernelbench_form_runs_through_tiling_and_binding(tmp_path):
+    import torch
+
+    from tools.ascendc import AscendCCompileError
+    path = tmp_path / "candidate.py"
+    path.write_text(_case("c1_mkb_add_tiling", "fixed.py"))
+    mod = _load_mkb(path, str(tmp_path / "cache"))
+    x, y = torch.randn(3, 997), torch.randn(3, 997)
+    assert torch.equal(mod.ModelNew()(x, y), x + y)
+    with pytest.raises(TypeError, match="declares float"):  # project_json_src declares float inputs only
+        mod.ModelNew()(x.half(), y.half())
+    bad = _case("c1_mkb_add_tiling", "fixed.py").replace("context->SetBlockDim(BLOCK_DIM);",
+                                                          "context->SetBlockDim(BLOCK_DIMS);")
+    line = bad.splitlines().index("    context->SetBlockDim(BLOCK_DIMS);") + 1
+    path.write_text(bad)
+    with pytest.raises(AscendCCompileError, match=f"candidate line {line}"):
+        _load_mkb(path, str(tmp_path / "cache"))
+
+
+def test_multikernelbench_floor_divided_tiling_drops_the_tail(tmp_path):
+    import torch
+    path = tmp_path / "candidate.py"
+    path.write_text(_case("c1_mkb_add_tiling", "candidate.py"))
+    mod = _load_mkb(path, str(tmp_path / "cache"))
+    x, y = torch.randn(3, 997), torch.randn(3, 997)
+    z = mod.ModelNew()(x, y).reshape(-1)
+    n = x.numel() // 8 * 8  # the 8 cores cover 8 * floor(n / 8) elements
+    assert torch.equal(z[:n], (x + y).reshape(-1)[:n])
+    assert torch.isnan(z[n:]).all()  # the rest is the binding's poisoned fresh memory

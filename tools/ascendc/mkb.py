@@ -22,8 +22,8 @@ import types
 from tools.ascendc.runtime import (AscendCCompileError, AscendCViolation, ON_LAUNCH, compile_source, kernel_signatures)
 
 PARTS = ("project_json_src", "host_tiling_src", "host_operator_src", "kernel_src", "python_bind_src", "model_src")
-_DROP_INCLUDE = re.compile(r'^\s*#\s*include\s*("[^"]*"|<(torch|ATen|c10|pybind11|register|graph|tiling|exe_graph|'
-                           r'platform|acl)[^>]*>)\s*$', re.M)
+_DROP_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*("[^"\n]*"|<(torch|ATen|c10|pybind11|register|graph|tiling|'
+                           r'exe_graph|platform|acl)[^>\n]*>)[ \t]*$', re.M)  # the line stays (empty): line numbers hold
 DTYPES = {"torch.float32": 0, "torch.float16": 1, "torch.bfloat16": 2, "torch.int32": 3, "torch.int64": 4,
           "torch.bool": 5, "torch.int8": 6, "torch.uint8": 7, "torch.int16": 8, "torch.float64": 9}
 

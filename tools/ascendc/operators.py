@@ -290,11 +290,21 @@ CPP_OPERATORS: dict[str, CppOperator] = {
 }
 
 
+def editable_sources(source: str) -> dict[str, tuple[str, int]]:
+    """The C++ the operators edit: the kernel sources, plus a MultiKernelBench project's host tiling code."""
+    from tools.ascendc.mkb import mkb_parts
+    out = dict(kernel_sources(source))
+    for name, (text, line) in mkb_parts(source).items():
+        if name in ("host_operator_src", "host_tiling_src"):
+            out[name] = (text, line)
+    return out
+
+
 def propose(source: str, op_id: str) -> list[Patch]:
     """Patches of a Python candidate from one C++ operator (empty for a candidate without AscendC code)."""
     op = CPP_OPERATORS[op_id]
     out = []
-    for _, (text, start_line) in kernel_sources(source).items():
+    for _, (text, start_line) in editable_sources(source).items():
         if source.count(text) != 1:  # only verbatim (raw) strings can be edited in place
             continue
         code = text.encode()

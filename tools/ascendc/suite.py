@@ -9,17 +9,15 @@ found with tree-sitter's C++ grammar, from 16 to 2**20 (the same range as the Py
 
 from __future__ import annotations
 
-from tools.ascendc.backend import kernel_sources
-
 LOW, HIGH = 16, 1 << 20
 
 
 def cpp_constants(candidate_source: str) -> list[int]:
     """Integer literals (16..2**20) of the candidate's AscendC kernel sources, sorted; [] for none."""
-    srcs = kernel_sources(candidate_source)
+    from tools.ascendc.operators import _parser, _t, _walk, editable_sources
+    srcs = editable_sources(candidate_source)  # kernels, and a MultiKernelBench project's host tiling code
     if not srcs:
         return []
-    from tools.ascendc.operators import _parser, _t, _walk
     found = set()
     for text, _ in srcs.values():
         for n in _walk(_parser().parse(text.encode()).root_node):
