@@ -53,8 +53,21 @@ def is_ascendc_candidate(source: str) -> bool:
     return bool(kernel_sources(source))
 
 
+def run_cache_dir(job: dict) -> str | None:
+    """The run's library cache for a worker job: ``ascendc_cache`` beside the suite folder (shared by
+    every evaluation of the run, unlike the worker's private folder); None without a suite path."""
+    inputs = job.get("inputs_path")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(inputs))), "ascendc_cache") if inputs else None
+
+
 def precompile(candidate_paths: list[str], cache_dir: str | None = None) -> None:
-    """Compile the AscendC sources of the candidates into the cache (errors are cached too). Never raises."""
+    """Compile the AscendC sources of the candidates into the cache (errors are cached too). Never raises.
+
+    A given ``cache_dir`` also becomes this process's default (``NEARMISS_ASCENDC_CACHE``), so the
+    candidates' launches load the libraries compiled here.
+    """
+    if cache_dir:
+        os.environ["NEARMISS_ASCENDC_CACHE"] = cache_dir
     from tools.ascendc.mkb import compile_project, mkb_parts
     for path in candidate_paths:
         try:
