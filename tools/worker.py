@@ -213,7 +213,7 @@ def cmd_eval(job: dict) -> int:
     audit_probe = _audit_probe(job)
     out_dir = job["out_dir"]
     from tools.ascendc.backend import count_launches, precompile, run_cache_dir  # issue 18 hook: AscendC
-    precompile(job["candidates"], run_cache_dir(job))  # g++ runs before the confinement forbids process creation
+    precompile(job["candidates"], run_cache_dir(job), os.path.join(out_dir, "events.jsonl"))  # g++ before confine
     count_launches(counter)
     from tools.confine import confine
     confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))

@@ -60,32 +60,47 @@ def run_cache_dir(job: dict) -> str | None:
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(inputs))), "ascendc_cache") if inputs else None
 
 
-def precompile(candidate_paths: list[str], cache_dir: str | None = None) -> None:
+def precompile(candidate_paths: list[str], cache_dir: str | None = None, progress_path: str | None = None) -> None:
     """Compile the AscendC sources of the candidates into the cache (errors are cached too). Never raises.
 
     A given ``cache_dir`` also becomes this process's default (``NEARMISS_ASCENDC_CACHE``), so the
-    candidates' launches load the libraries compiled here.
+    candidates' launches load the libraries compiled here. After each candidate a
+    ``{"event": "compile"}`` line is appended to ``progress_path`` (the worker's events file),
+    so the parent's progress deadline counts compiles as progress.
     """
     if cache_dir:
         os.environ["NEARMISS_ASCENDC_CACHE"] = cache_dir
+    import json
+    import time
+
     from tools.ascendc.mkb import compile_project, mkb_parts
-    for path in candidate_paths:
+    for k, path in enumerate(candidate_paths):
+        t0 = time.time()
+        if _precompile_one(path, cache_dir, compile_project, mkb_parts) and progress_path:
+            with open(progress_path, "a") as fh:
+                fh.write(json.dumps({"event": "compile", "compile_cand": k, "seconds": round(time.time() - t0, 3)}) + "\n")
+
+
+def _precompile_one(path: str, cache_dir: str | None, compile_project, mkb_parts) -> bool:
+    """Compile one candidate's AscendC code; True when it has any."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if mkb_parts(source):
         try:
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if mkb_parts(source):
-            try:
-                compile_project(source, cache_dir)
-            except AscendCCompileError:
-                pass  # cached as .err; loading the candidate raises it
-            continue
-        for text, _ in kernel_sources(source).values():
-            try:
-                compile_kernel(text, cache_dir)
-            except AscendCCompileError:
-                pass  # cached as .err; the launch raises it with the candidate line
+            compile_project(source, cache_dir)
+        except AscendCCompileError:
+            pass  # cached as .err; loading the candidate raises it
+        return True
+    srcs = kernel_sources(source)
+    for text, _ in srcs.values():
+        try:
+            compile_kernel(text, cache_dir)
+        except AscendCCompileError:
+            pass  # cached as .err; the launch raises it with the candidate line
+    return bool(srcs)
 
 
 def count_launches(counter) -> None:
