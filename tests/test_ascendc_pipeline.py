@@ -170,3 +170,18 @@ def test_multikernelbench_floor_divided_tiling_drops_the_tail(tmp_path):
     n = x.numel() // 8 * 8  # the 8 cores cover 8 * floor(n / 8) elements
     assert torch.equal(z[:n], (x + y).reshape(-1)[:n])
     assert torch.isnan(z[n:]).all()  # the rest is the binding's poisoned fresh memory
+
+
+def test_cpp_integrity_checks_flag_shape_special_cases_tables_and_silent_kernels():
+    from tools.ascendc.integrity import cpp_findings
+    from tools.static_checks import run_static_checks
+    table = ", ".join(["1.0f"] * 70)
+    cheat = _with_kernel_body(f"    float t[] = {{{table}}};\n    if (total == 16000) {{ return; }}")
+    checks = {f.check for f in cpp_findings(cheat)}
+    assert {"cpp_precomputed_table", "cpp_shape_special_case"} <= checks
+    silent = 'k = r"""\n#include "kernel_operator.h"\nextern "C" __global__ __aicore__ void k(GM_ADDR x, uint32_t n) {\n}\n"""\n'
+    assert [f.check for f in cpp_findings(silent)] == ["cpp_no_output"]
+    for case in ("c1_add_tail", "c1_softmax_queue", "c1_mkb_add_tiling"):  # honest kernels: nothing
+        assert cpp_findings(_case(case, "fixed.py")) == []
+    assert "cpp_shape_special_case" in {f.check for f in run_static_checks(cheat, _case("c1_add_tail", "reference.py"))} \
+        or "cpp_precomputed_table" in {f.check for f in run_static_checks(cheat, _case("c1_add_tail", "reference.py"))}
