@@ -289,7 +289,9 @@ class Runner:
             # two), not a silent wrong result; on the default inputs it is a runtime error.
             return VariantResult(variant_id=vid, status=e["status"], message=scrub(str(e.get("message", ""))),
                                  launches=e.get("launches", 0), wall_s=e.get("wall_s", 0.0),
-                                 unsupported=not vid.startswith(("default/",) + CONTRACT_VARIANTS))
+                                 unsupported=not vid.startswith(("default/",) + CONTRACT_VARIANTS)
+                                 # issue 18 hook: an AscendC hardware-rule verdict is a fault, never a refusal
+                                 and not str(e.get("message", "")).startswith("AscendCViolation"))
         out = e.get("out")
         exp = self._expected[vid]
         try:

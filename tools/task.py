@@ -130,6 +130,8 @@ def validate_sources(reference_source: str, candidate_source: str,
     defines ``ModelNew`` with the same constructor parameters as ``Model`` and a ``forward``
     taking as many inputs; the candidate holds at least one ``@triton.jit`` function.
     """
+    from tools.ascendc.mkb import model_view  # issue 18 hook: MultiKernelBench's ModelNew lives in model_src
+    candidate_source = model_view(candidate_source)
     ref = _parse(reference_source, reference_path, "reference")
     cand = _parse(candidate_source, candidate_path, "candidate")
     model = _top(ref, ast.ClassDef, "Model")
@@ -141,7 +143,7 @@ def validate_sources(reference_source: str, candidate_source: str,
     if new is None and not _bound(cand, "ModelNew"):
         raise TaskError(f"{candidate_path}: no class ModelNew in the candidate")
     if model is None or new is None:  # bound by assignment or import: the sandboxed run decides
-        return _need_jit(cand, candidate_path)
+        return _need_jit(cand, candidate_path, candidate_source)
     p_ref, p_new = _init_params(model) or [], _init_params(new) or []
     a_ref, a_new = _init_arity(model) or (0, 0), _init_arity(new) or (0, 0)
     # refused only when no argument count the reference's constructor takes fits ModelNew's (the
@@ -154,11 +156,13 @@ def validate_sources(reference_source: str, candidate_source: str,
         raise TaskError(f"{candidate_path}: ModelNew has no forward()")
     if f_ref is not None and not f_new[2] and not (f_new[0] <= f_ref[1] and f_ref[0] <= f_new[1]):
         raise TaskError(f"{candidate_path}: ModelNew.forward takes {f_new[1]} inputs, Model.forward {f_ref[1]}")
-    _need_jit(cand, candidate_path)
+    _need_jit(cand, candidate_path, candidate_source)
 
 
-def _need_jit(cand: ast.Module, candidate_path: str) -> None:
-    if not any(_is_triton_jit(d) for n in ast.walk(cand) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
+def _need_jit(cand: ast.Module, candidate_path: str, candidate_source: str = "") -> None:
+    from tools.ascendc.backend import is_ascendc_candidate  # issue 18 hook: AscendC candidates (direct launch)
+    if not is_ascendc_candidate(candidate_source) and \
+            not any(_is_triton_jit(d) for n in ast.walk(cand) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
         raise TaskError(f"{candidate_path}: no @triton.jit kernel in the candidate")
 
 
