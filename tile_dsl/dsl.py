@@ -67,12 +67,12 @@ class GlobalRef:
 
     @property
     def rows(self) -> ir.Dim:
-        """Rows of the view ``[numel // cols, cols]`` (run time)."""
+        """Rows of the view: ``numel // last`` rows, or the windows of a pooling view (run time)."""
         return ir.Dim(self.g.name, "rows")
 
     @property
     def cols(self) -> ir.Dim:
-        """Width of the view (the last dimension unless the input was declared with ``cols=``)."""
+        """Row width: the last dimension, or the window of a pooling view."""
         return ir.Dim(self.g.name, "cols")
 
 
@@ -217,20 +217,21 @@ class Kernel:
         return ir.DTYPES[d]
 
     # -------------------------------------------------------------- globals
-    def input(self, name: str, dtype: str, cols: int | None = None) -> GlobalRef:
-        """Declare the next forward argument, a tensor in GM, viewed as ``[numel // cols, cols]``.
+    def input(self, name: str, dtype: str, window: int | None = None) -> GlobalRef:
+        """Declare the next forward argument, a tensor in GM, whose rows are its last dimension.
 
         Args:
             name: argument name.
             dtype: ``"f32"`` or ``"f16"``.
-            cols: view width (constant); default the last dimension.
+            window: pooling view (constant): rows are the windows of ``window`` elements along the
+                last dimension, ``last // window`` per row, the remainder left out.
         """
         line = where()
         if self._split_seen or any(g.role == "out" for g in self.globals):
             raise DSLError("declare inputs first, then outputs, before k.split", line)
-        if cols is not None and (not isinstance(cols, int) or cols < 1):
-            raise DSLError(f"cols must be a positive int, not {cols!r}", line)
-        return self._global(name, dtype, "in", cols, "", line)
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+            raise DSLError(f"window must be a positive int, not {window!r}", line)
+        return self._global(name, dtype, "in", window, "", line)
 
     def output(self, name: str, dtype: str, shape: str) -> GlobalRef:
         """Declare an output tensor, allocated by ``ModelNew`` with a shape rule.

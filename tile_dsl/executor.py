@@ -22,16 +22,24 @@ F32 = np.float32
 
 
 def view_dims(g: ir.Global, arr: np.ndarray) -> dict[str, int]:
-    """``numel``, ``rows``, ``cols`` of a global's 2-D view ``[numel // cols, cols]``.
+    """Sizes of a global's row view: ``numel``, ``rows``, ``cols``, ``last`` (last dimension), ``wpr``.
 
-    Raises:
-        DSLError: ``numel`` is not a multiple of the declared view width.
+    Plain view: rows are the last dimension (``cols = last``, ``wpr = 1``). Pooling view
+    (``window=K``): ``wpr = last // K`` windows per last-dimension row, ``rows = outer * wpr``,
+    ``cols = K``; row ``r`` starts at element ``(r // wpr) * last + (r % wpr) * K``.
     """
     numel = int(arr.size)
-    cols = g.cols if g.cols is not None else (int(arr.shape[-1]) if arr.ndim else 1)
-    if cols == 0 or numel % cols:
-        raise DSLError(f"{g.name} has {numel} elements, not a multiple of its view width {cols}", g.line)
-    return {"numel": numel, "rows": numel // cols, "cols": cols}
+    last = int(arr.shape[-1]) if arr.ndim else 1
+    outer = numel // last if last else 0
+    if g.window is None:
+        return {"numel": numel, "rows": outer, "cols": last, "last": last, "wpr": 1}
+    wpr = last // g.window
+    return {"numel": numel, "rows": outer * wpr, "cols": g.window, "last": last, "wpr": wpr}
+
+
+def row_offset(d: dict[str, int], row: int) -> int:
+    """First element of row ``row`` of a view with sizes ``d`` (``view_dims``)."""
+    return (row // d["wpr"]) * d["last"] + (row % d["wpr"]) * d["cols"] if d["wpr"] else 0
 
 
 def output_shape(g: ir.Global, shapes: dict[str, tuple]) -> tuple:
@@ -49,13 +57,11 @@ def output_shape(g: ir.Global, shapes: dict[str, tuple]) -> tuple:
     if kind == "rows":
         return s[:-1]
     kk = int(rest[1])
-    if not s or s[-1] % kk:
-        raise DSLError(f"output {g.name}: last dimension of {rest[0]} {s} is not a multiple of {kk}", g.line)
-    return s[:-1] + (s[-1] // kk,)
+    return s[:-1] + (s[-1] // kk,) if s else ()
 
 
 def buffer_lengths(prog: ir.Program, dims: dict[str, dict[str, int]]) -> dict[str, tuple[int, ir.DType, str]]:
-    """Every UB buffer's capacity in elements, dtype and line (rows: the loaded tensor's cols)."""
+    """Every UB buffer's capacity in elements, dtype and line (rows: the loaded tensor's ``cols``)."""
     out: dict[str, tuple[int, ir.DType, str]] = {}
     loops: dict[str, int] = {}
     for s in ir.walk(prog.body):
@@ -159,7 +165,7 @@ class _Block:
         else:
             if lp[1] >= d["rows"]:
                 raise DSLError(f"{verb} row {lp[1]} of {glob}, which has {d['rows']} rows (block {self.idx})", line)
-            off, n = lp[1] * d["cols"], d["cols"]
+            off, n = row_offset(d, lp[1]), d["cols"]
         if off + n > d["numel"]:
             raise DSLError(f"{verb} {glob}[{off}:{off + n}] past its end ({d['numel']} elements; block {self.idx})",
                            line)
@@ -201,7 +207,8 @@ class _Block:
         self.bufs[s.dst] = np.asarray(r, dtype=dt)
 
     def cast(self, s: ir.Cast):
-        self.bufs[s.dst] = self.bufs[s.src].astype(s.dtype.np)  # numpy narrows to nearest even
+        with np.errstate(all="ignore"):  # overflow to inf is the defined result
+            self.bufs[s.dst] = self.bufs[s.src].astype(s.dtype.np)  # numpy narrows to nearest even
 
     def reduce(self, s: ir.Reduce):
         x = self.bufs[s.src].astype(F32)

@@ -35,7 +35,7 @@ DTYPES = {"f32": F32, "f16": F16}
 
 @dataclass(frozen=True)
 class Dim:
-    """A size known only at run time: ``numel``, ``rows`` or ``cols`` of a global tensor's 2-D view."""
+    """A size known only at run time: ``numel``, ``rows`` or ``cols`` of a global tensor's row view."""
 
     glob: str
     kind: str
@@ -52,7 +52,9 @@ class Global:
         name: argument name (also the forward argument name for inputs).
         dtype: element type.
         role: ``in`` or ``out``.
-        cols: width of the 2-D view ``[numel // cols, cols]``; None means the last dimension.
+        window: pooling view: rows are the ``last // window`` windows of ``window`` elements along the
+            last dimension (a remainder shorter than a window is left out, as ``nn.MaxPool1d``
+            does); None: rows are the last dimension.
         shape: output shape rule: ``like:X`` (shape of input X), ``rows:X`` (X's shape without its
             last dimension), ``pool:X:K`` (X's last dimension divided by K) or ``scalar`` (shape ``()``).
         line: where it was declared.
@@ -61,7 +63,7 @@ class Global:
     name: str
     dtype: DType
     role: str
-    cols: int | None
+    window: int | None
     shape: str
     line: str
 

@@ -26,7 +26,7 @@ def get_init_inputs():
 
 
 def program(k):
-    x = k.input("x", "f32", cols=8)  # one window of 8 per row
+    x = k.input("x", "f32", window=8)  # rows are the windows of 8 along the last dimension
     y = k.output("y", "f32", shape="pool:x:8")
     for blk in k.split(x.rows, blocks=8):
         for r in k.rows(blk):

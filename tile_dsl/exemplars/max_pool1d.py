@@ -26,7 +26,7 @@ def get_init_inputs():
 
 
 def program(k):
-    x = k.input("x", "f32", cols=4)  # viewed as [numel // 4, 4]: one window per row
+    x = k.input("x", "f32", window=4)  # rows are the windows of 4 along the last dimension
     y = k.output("y", "f32", shape="pool:x:4")
     for blk in k.split(x.rows, blocks=8):
         for r in k.rows(blk):

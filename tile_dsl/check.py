@@ -1,0 +1,122 @@
+"""Check a DSL program against a KernelBench-style reference on the project's input suite.
+
+``check_program`` runs the executor on every suite variant (``tools.suite``) whose input
+dtypes the program declares, and compares with the reference under the project's tolerance
+table (``tools.compare``). ``python -m tile_dsl.check PROGRAM REFERENCE`` does the same in a
+child process and prints one JSON line: the agent runs a model's DSL answer this way, never
+in its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from tile_dsl import ir
+from tile_dsl.dsl import DSLError
+from tile_dsl.executor import execute
+
+
+@dataclass
+class CheckResult:
+    """Verdict of a DSL program on the suite.
+
+    Attributes:
+        status: ``correct`` (every variant within tolerance), ``mismatch`` (runs, some variant
+            outside tolerance: a near-miss), ``dsl_error`` (traced or executed with a DSL error).
+        error: the DSL error (``file:LINE: message``) or the first mismatch's message.
+        variants: ids of the variants checked.
+        failing: ids of the variants outside tolerance.
+    """
+
+    status: str
+    error: str = ""
+    variants: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)
+
+
+def load_reference(source: str, name: str = "reference"):
+    """The reference source as a module (``Model``, ``get_inputs``, ``get_init_inputs``).
+
+    Raises:
+        ValueError: the source does not run or defines no ``Model`` / ``get_inputs``.
+    """
+    mod = types.ModuleType(name)
+    try:
+        exec(compile(source, f"{name}.py", "exec"), mod.__dict__)  # noqa: S102 - the reference is the user's
+    except Exception as e:
+        raise ValueError(f"{name}.py: {type(e).__name__}: {e}") from None
+    for attr in ("Model", "get_inputs"):
+        if not hasattr(mod, attr):
+            raise ValueError(f"{name}.py: no {attr}")
+    return mod
+
+
+def suite(module) -> list:
+    """The reference's suite variants with expected outputs (``tools.suite``)."""
+    from tools.suite import fill_expected, generate_variants
+
+    init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
+    return fill_expected(module, generate_variants(module), init)
+
+
+def _fits(prog: ir.Program, inputs: list) -> bool:
+    return len(inputs) == len(prog.inputs) and all(
+        isinstance(x, torch.Tensor) and str(x.dtype) == g.dtype.torch for g, x in zip(prog.inputs, inputs))
+
+
+def check_program(prog: ir.Program, module, variants: list | None = None) -> CheckResult:
+    """Run ``prog`` on the suite of reference ``module`` and compare.
+
+    Variants whose input dtypes differ from the program's declared dtypes are left out (an
+    AscendC operator is registered for its dtypes only).
+
+    Returns:
+        A ``CheckResult``; a DSL error on any variant makes it ``dsl_error``.
+    """
+    from tools.compare import compare_outputs
+
+    variants = suite(module) if variants is None else variants
+    res = CheckResult("correct")
+    for v in variants:
+        if not _fits(prog, v.inputs):
+            continue
+        res.variants.append(v.id)
+        try:
+            outs = [torch.from_numpy(o) for o in execute(prog, v.inputs)]
+        except DSLError as e:
+            return CheckResult("dsl_error", f"{e} (variant {v.id})", res.variants)
+        errs = [e for e in compare_outputs(tuple(outs) if len(outs) > 1 else outs[0], v.expected, slack=v.slack)
+                if not e.ok]
+        if errs:
+            res.failing.append(v.id)
+            if not res.error:
+                res.error = f"variant {v.id}: {errs[0].message}"
+    if not res.variants:
+        return CheckResult("dsl_error", "no suite variant has the input dtypes the program declares "
+                           f"({', '.join(g.dtype.name for g in prog.inputs)})")
+    if res.failing:
+        res.status = "mismatch"
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tile_dsl.check PROGRAM REFERENCE``: print the CheckResult as JSON; exit 0."""
+    from tile_dsl.load import load_program
+
+    program_path, reference_path = (argv if argv is not None else sys.argv[1:])[:2]
+    try:
+        prog = load_program(program_path)
+        res = check_program(prog, load_reference(open(reference_path).read()))
+    except DSLError as e:
+        res = CheckResult("dsl_error", str(e))
+    print(json.dumps(asdict(res)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
