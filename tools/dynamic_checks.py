@@ -178,6 +178,8 @@ class AuditProbe:
                 return res
 
             cls.run = run
+        from tools.ascendc.backend import audit_launches  # issue 18 hook: AscendC launches are launches too
+        audit_launches(self)
 
     # ------------------------------------------------------------------ inputs
     def place(self, inputs: list) -> tuple[list, bool]:

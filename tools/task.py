@@ -106,7 +106,9 @@ def validate_sources(reference_source: str, candidate_source: str,
         raise TaskError(f"{candidate_path}: ModelNew has no forward()")
     if f_ref is not None and not f_new[2] and not (f_new[0] <= f_ref[1] and f_ref[0] <= f_new[1]):
         raise TaskError(f"{candidate_path}: ModelNew.forward takes {f_new[1]} inputs, Model.forward {f_ref[1]}")
-    if not any(_is_triton_jit(d) for n in ast.walk(cand) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
+    from tools.ascendc.backend import is_ascendc_candidate  # issue 18 hook: AscendC candidates (direct launch)
+    if not is_ascendc_candidate(candidate_source) and \
+            not any(_is_triton_jit(d) for n in ast.walk(cand) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
         raise TaskError(f"{candidate_path}: no @triton.jit kernel in the candidate")
 
 

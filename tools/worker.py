@@ -210,6 +210,9 @@ def cmd_eval(job: dict) -> int:
     counter = LaunchCounter()
     audit_probe = _audit_probe(job)
     out_dir = job["out_dir"]
+    from tools.ascendc.backend import count_launches, precompile  # issue 18 hook: AscendC candidates
+    precompile(job["candidates"])  # g++ runs before the confinement forbids process creation
+    count_launches(counter)
     from tools.confine import confine
     confine(write_dirs=[out_dir, os.getcwd()], deny_read=job.get("deny_read", []))
     start_at = job.get("start_at", 0)
