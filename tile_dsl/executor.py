@@ -153,8 +153,9 @@ class _Block:
 
     def rows(self, s: ir.Rows):
         start, count = self.blocks[s.block]
+        width = next(self.dims[x.total.glob]["cols"] for x in self.prog.body if isinstance(x, ir.Split))
         for r in range(count):
-            self.loops[s.var] = ("row", start + r)
+            self.loops[s.var] = ("row", start + r, width)
             self.run(s.body)
 
     def _span(self, glob: str, loop: str, line: str, verb: str) -> tuple[int, int]:
@@ -172,6 +173,10 @@ class _Block:
         return off, n
 
     def load(self, s: ir.Load):
+        lp = self.loops[s.loop]
+        if lp[0] == "row" and self.dims[s.glob]["cols"] != lp[2]:
+            raise DSLError(f"rows of {s.glob} have {self.dims[s.glob]['cols']} elements, the rows of the split "
+                           f"{lp[2]}: a k.rows loop loads rows of one length", s.line)
         off, n = self._span(s.glob, s.loop, s.line, "copy_in reads")
         self.bufs[s.dst] = self.arrays[s.glob].reshape(-1)[off:off + n].copy()
 
@@ -211,13 +216,16 @@ class _Block:
             self.bufs[s.dst] = self.bufs[s.src].astype(s.dtype.np)  # numpy narrows to nearest even
 
     def reduce(self, s: ir.Reduce):
-        x = self.bufs[s.src].astype(F32)
-        if s.op == "sum":
-            self.scas[s.dst] = F32(np.cumsum(x, dtype=F32)[-1]) if x.size else F32(0)
+        src = self.bufs[s.src]
+        x = src.astype(F32)
+        if s.op == "sum":  # accumulated in float32, the result rounded to the buffer's dtype
+            r = np.cumsum(x, dtype=F32)[-1] if x.size else F32(0)
         elif x.size == 0:
             raise DSLError(f"reduce_{s.op} of an empty buffer", s.line)
         else:
-            self.scas[s.dst] = F32(x.max() if s.op == "max" else x.min())
+            r = x.max() if s.op == "max" else x.min()
+        with np.errstate(all="ignore"):
+            self.scas[s.dst] = F32(src.dtype.type(r))
 
     def sca(self, s: ir.Sca):
         a = [F32(self.val(x)) for x in s.args]
