@@ -12,7 +12,7 @@ class Model(nn.Module):
         return x * torch.sigmoid(x)
 
 
-batch_size, dim = 16, 999
+batch_size, dim = 4, 255  # small: the emulator's inexact fp16 Cast is slow (about 0.25 ms per element)
 
 
 def get_inputs():
