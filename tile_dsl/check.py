@@ -9,7 +9,9 @@ in its own process.
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import sys
 import types
 from dataclasses import asdict, dataclass, field
@@ -104,17 +106,44 @@ def check_program(prog: ir.Program, module, variants: list | None = None) -> Che
     return res
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tile_dsl.check PROGRAM REFERENCE``: print the CheckResult as JSON; exit 0."""
-    from tile_dsl.load import load_program
+def init_params(reference_source: str) -> str:
+    """The reference ``Model.__init__`` parameters after ``self``, as source text ("" if none)."""
+    for node in ast.parse(reference_source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "__init__":
+                    args = f.args
+                    args.args = args.args[1:]
+                    return ast.unparse(args)
+    return ""
 
-    program_path, reference_path = (argv if argv is not None else sys.argv[1:])[:2]
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tile_dsl.check PROGRAM REFERENCE [NAME LOWER_DIR]``: print the CheckResult as JSON.
+
+    With ``NAME`` and ``LOWER_DIR``, a program that runs (correct or mismatch) is also lowered
+    there: ``candidate.py`` (direct launch) and ``candidate_mkb.py`` (MultiKernelBench form).
+    Always exits 0; the JSON line is the answer.
+    """
+    from tile_dsl.load import load_program
+    from tile_dsl.lower import lower_direct, lower_mkb
+
+    args = argv if argv is not None else sys.argv[1:]
+    program_path, reference_path = args[:2]
+    out: dict = {}
     try:
-        prog = load_program(program_path)
-        res = check_program(prog, load_reference(open(reference_path).read()))
+        prog = load_program(program_path, args[2] if len(args) > 2 else None)
+        reference = open(reference_path).read()
+        res = check_program(prog, load_reference(reference))
+        if res.status != "dsl_error" and len(args) > 3:
+            params = init_params(reference)
+            for fn, text in (("candidate.py", lower_direct(prog, params)), ("candidate_mkb.py", lower_mkb(prog, params))):
+                with open(os.path.join(args[3], fn), "w") as f:
+                    f.write(text)
+            out["lowered"] = os.path.join(args[3], "candidate.py")
     except DSLError as e:
         res = CheckResult("dsl_error", str(e))
-    print(json.dumps(asdict(res)))
+    print(json.dumps({**asdict(res), **out}))
     return 0
 
 
