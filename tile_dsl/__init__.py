@@ -11,4 +11,4 @@ from tile_dsl.dsl import DSLError, Kernel, trace
 from tile_dsl.executor import execute
 from tile_dsl.load import load_program, load_program_source
 
-__all__ = ["DSLError", "Kernel", "trace", "execute", "load_program", "load_program_source"]
+__all__ = ["DSLError", "Kernel", "execute", "load_program", "load_program_source", "trace"]

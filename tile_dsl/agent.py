@@ -93,7 +93,7 @@ class AgentState(InputState, OutputState, AgentInput, AgentOutput, total=False):
 # ------------------------------------------------------------------ model
 def extract_program(answer: str) -> str:
     """The longest ```python block of a model answer, else the whole answer."""
-    blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", answer, flags=re.S)
+    blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", answer, flags=re.DOTALL)
     return max(blocks, key=len) if blocks else answer
 
 
@@ -152,7 +152,7 @@ def check_dsl(state: AgentState) -> dict:
     cmd = [sys.executable, "-m", "tile_dsl.check", prog_path, ref_path, op_name(state["name"]), d]
     try:
         p = subprocess.run(cmd, cwd=d, env=_child_env(), capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
-                           start_new_session=True)
+                           start_new_session=True, check=False)
         last = (p.stdout.strip().splitlines() or [""])[-1]
         check = json.loads(last) if last.startswith("{") else \
             {"status": "dsl_error", "error": f"the DSL check crashed: {(p.stderr or p.stdout).strip()[-400:]}"}
@@ -288,6 +288,11 @@ def run_task(reference_source: str, name: str, out: str, dsl_source: str | None 
     return agent.invoke(task, {"recursion_limit": 20 + 4 * max_attempts})["result"]
 
 
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 def _reference_path(task: str) -> str:
     return os.path.join(task, "reference.py") if os.path.isdir(task) else task
 
@@ -313,12 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.isfile(path):
             print(f"error: {path}: not found", file=sys.stderr)
             return 2
-    dsl = open(args.dsl).read() if args.dsl else None
+    dsl = _read(args.dsl) if args.dsl else None
     debug = {k: v for k, v in (("patcher", args.patcher), ("targets", args.targets)) if v}
     results = []
     for t in args.tasks:
         name = os.path.basename(os.path.normpath(t if os.path.isdir(t) else os.path.dirname(os.path.abspath(t))))
-        results.append(run_task(open(_reference_path(t)).read(), name, os.path.join(args.out, name), dsl,
+        results.append(run_task(_read(_reference_path(t)), name, os.path.join(args.out, name), dsl,
                                 args.max_attempts, debug))
     if args.json:
         print(json.dumps(results, indent=1))

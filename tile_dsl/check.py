@@ -50,7 +50,7 @@ def load_reference(source: str, name: str = "reference"):
     mod = types.ModuleType(name)
     try:
         exec(compile(source, f"{name}.py", "exec"), mod.__dict__)  # noqa: S102 - the reference is the user's
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any error of the reference is reported as bad input
         raise ValueError(f"{name}.py: {type(e).__name__}: {e}") from None
     for attr in ("Model", "get_inputs"):
         if not hasattr(mod, attr):
@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {}
     try:
         prog = load_program(program_path, args[2] if len(args) > 2 else None)
-        reference = open(reference_path).read()
+        with open(reference_path) as f:
+            reference = f.read()
         res = check_program(prog, load_reference(reference))
         if res.status != "dsl_error" and len(args) > 3:
             params = init_params(reference)

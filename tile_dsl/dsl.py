@@ -550,7 +550,7 @@ def trace(program, name: str) -> ir.Program:
         program(k)
     except DSLError:
         raise
-    except Exception as e:  # a Python error in the program: name its line
+    except Exception as e:  # noqa: BLE001 - a Python error in the program: name its line
         frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) != _HERE]
         line = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
         raise DSLError(f"{type(e).__name__}: {e}", line) from None

@@ -95,7 +95,7 @@ def ub_plan(prog: ir.Program, dims: dict[str, dict[str, int]]) -> list[tuple[str
             plan.append((name + "_out", cap * QUEUE_DEPTH, line))
     for s in ir.walk(prog.body):
         if isinstance(s, ir.Reduce):
-            n, dt, _ = lens[s.src]
+            n = lens[s.src][0]
             plan.append((s.dst + "_work", round_up(max(n, 1) * 4, ALIGN_BYTES) + ALIGN_BYTES, s.line))
     return plan
 
@@ -190,7 +190,7 @@ class _Block:
         self.outs[glob].reshape(-1)[off:off + len(vals)] = vals
 
     def store(self, s: ir.Store):
-        off, n = self._span(s.glob, s.loop, s.line, "copy_out writes")
+        off, _ = self._span(s.glob, s.loop, s.line, "copy_out writes")
         self._write(s.glob, off, self.bufs[s.src], s.line)
 
     def storescalar(self, s: ir.StoreScalar):

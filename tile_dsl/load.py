@@ -37,7 +37,7 @@ def load_program_source(source: str, filename: str = "program.py", name: str | N
     ns: dict = {"__name__": "tile_dsl_program"}
     try:
         exec(code, ns)  # noqa: S102 - the DSL is Python by design; callers isolate untrusted text
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any error at the program's top level, with its line
         tb = e.__traceback__
         while tb.tb_next is not None:
             tb = tb.tb_next

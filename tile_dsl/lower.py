@@ -27,6 +27,7 @@ Forms: ``lower_direct`` writes a Python candidate whose ``ModelNew.forward`` cal
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -74,7 +75,7 @@ _SCA_UN = {"sqrt": "std::sqrt({a})", "exp": "std::exp({a})", "ln": "std::log({a}
 def flt(v: float) -> str:
     """A C++ float literal that parses to exactly ``np.float32(v)``."""
     f = float(np.float32(v))
-    if f != f:
+    if math.isnan(f):
         return "NAN"
     if f in (float("inf"), float("-inf")):
         return "INFINITY" if f > 0 else "(-INFINITY)"
@@ -309,7 +310,7 @@ def _view(t, window=None):
 
 def _forward(prog: ir.Program, call: str, init_params: str) -> str:
     ins = [g.name for g in prog.inputs]
-    lines = [f"class ModelNew(nn.Module):",
+    lines = ["class ModelNew(nn.Module):",
              f"    def __init__(self{', ' + init_params if init_params else ''}):",
              "        super().__init__()", "",
              f"    def forward(self, {', '.join(ins)}):",
@@ -380,8 +381,8 @@ def lower_mkb(prog: ir.Program, init_params: str = "") -> str:
                       "        uint32_t outer = last ? numel / last : 0;",
                       f"        uint32_t win = {w}, wpr = win ? last / win : 1, cols = win ? win : last;",
                       f"        tiling.set_{g.name}_numel(numel); tiling.set_{g.name}_rows(outer * wpr);",
-                      f"        tiling.set_{g.name}_cols(cols); tiling.set_{g.name}_last(last);"
-                      f" tiling.set_{g.name}_wpr(wpr);", "    }"]
+                      f"        tiling.set_{g.name}_cols(cols); tiling.set_{g.name}_last(last); "
+                      + f"tiling.set_{g.name}_wpr(wpr);", "    }"]
     regs = []
     for g in prog.globals:
         kind = "Input" if g.role == "in" else "Output"
