@@ -126,3 +126,23 @@ def test_fp16_cast_rounds_to_nearest_even():
     [y] = execute(prog, [x])
     assert y.tolist() == [1.0, 1 + 2 ** -9, float("inf")]
     assert torch.equal(torch.from_numpy(y), torch.from_numpy(x).half())
+
+
+def test_check_child_confines_the_program(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from tile_dsl import exemplars as ex
+
+    (tmp_path / "reference.py").write_text(ex.load("relu").REFERENCE)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "program.py").write_text("import os\nos.system('true')\n\ndef program(k):\n    pass\n")
+    p = subprocess.run([sys.executable, "-m", "tile_dsl.check", str(tmp_path / "program.py"),
+                        str(tmp_path / "reference.py"), "relu", str(tmp_path / "out")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, check=False)
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["status"] == "dsl_error" and res["error"].startswith("program.py:2: PermissionError"), res
+    assert list((tmp_path / "out").iterdir()) == []

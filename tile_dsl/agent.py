@@ -136,11 +136,22 @@ def _child_env() -> dict:
     return env
 
 
+def _limits() -> None:
+    """Child limits: 16 GiB of address space, CPU seconds twice the wall limit, 256 MiB files."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))
+    resource.setrlimit(resource.RLIMIT_CPU, (2 * CHECK_TIMEOUT_S, 2 * CHECK_TIMEOUT_S))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
+
+
 def check_dsl(state: AgentState) -> dict:
     """Run the executor on the program in a child process; lower it there if it runs (writes check).
 
     The program is model-written Python, so it never runs in this process: the child has an
-    environment allowlist (no API keys), a time limit, and writes only into the attempt folder.
+    environment allowlist (no API keys), its own session, rlimits and a time limit, and loads
+    the program under ``tools.confine`` (writes only into the attempt folder, no processes, no
+    network).
     """
     d = os.path.join(state["out"], f"attempt_{state['attempt']:02d}")
     os.makedirs(d, exist_ok=True)
@@ -152,7 +163,7 @@ def check_dsl(state: AgentState) -> dict:
     cmd = [sys.executable, "-m", "tile_dsl.check", prog_path, ref_path, op_name(state["name"]), d]
     try:
         p = subprocess.run(cmd, cwd=d, env=_child_env(), capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
-                           start_new_session=True, check=False)
+                           start_new_session=True, check=False, preexec_fn=_limits)
         last = (p.stdout.strip().splitlines() or [""])[-1]
         check = json.loads(last) if last.startswith("{") else \
             {"status": "dsl_error", "error": f"the DSL check crashed: {(p.stderr or p.stdout).strip()[-400:]}"}
@@ -218,8 +229,8 @@ def report(state: AgentState) -> dict:
         "near_miss": route == "near_miss",
         "repaired": repaired,
         "status": (route if route != "near_miss" else ("repaired" if repaired else "not_repaired"))
-        if validation else "dsl_invalid",
-        "error": check.get("error") if check.get("status") == "dsl_error" else
+        if validation else ("invalid_reference" if check.get("status") == "reference_error" else "dsl_invalid"),
+        "error": check.get("error") if check.get("status") in ("dsl_error", "reference_error") else
         ((validation or {}).get("reason") if route == "failed" else ""),
         "tokens": _tokens(state.get("calls") or [], validation, repair),
         "paths": {"program": os.path.join(state["out"], f"attempt_{state.get('attempt', 0):02d}", "program.py"),
@@ -234,8 +245,10 @@ def report(state: AgentState) -> dict:
 # ------------------------------------------------------------------ routers
 def route_check(state: AgentState) -> Literal["lower", "write_dsl", "report"]:
     """A program the executor runs is lowered; a rejected one goes back to the model while answers are left."""
-    if state["check"]["status"] != "dsl_error":
+    if state["check"]["status"] in ("correct", "mismatch"):
         return "lower" if state["check"].get("lowered") else "report"
+    if state["check"]["status"] != "dsl_error":  # the reference itself does not run: no retry helps
+        return "report"
     max_attempts = (state.get("agent_options") or {}).get("max_attempts", 3)
     if state.get("dsl_source") is None and state.get("attempt", 0) < max_attempts:
         return "write_dsl"

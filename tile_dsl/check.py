@@ -29,7 +29,8 @@ class CheckResult:
 
     Attributes:
         status: ``correct`` (every variant within tolerance), ``mismatch`` (runs, some variant
-            outside tolerance: a near-miss), ``dsl_error`` (traced or executed with a DSL error).
+            outside tolerance: a near-miss), ``dsl_error`` (traced or executed with a DSL error),
+            ``reference_error`` (the reference does not run: ``main`` only).
         error: the DSL error (``file:LINE: message``) or the first mismatch's message.
         variants: ids of the variants checked.
         failing: ids of the variants outside tolerance.
@@ -124,18 +125,30 @@ def main(argv: list[str] | None = None) -> int:
     With ``NAME`` and ``LOWER_DIR``, a program that runs (correct or mismatch) is also lowered
     there: ``candidate.py`` (direct launch) and ``candidate_mkb.py`` (MultiKernelBench form).
     Always exits 0; the JSON line is the answer.
+
+    The program (model-written Python) is loaded after the reference's suite is computed and
+    after ``tools.confine`` is installed: no process creation, no network, writes only under
+    ``LOWER_DIR`` (or nowhere). The verdict printed here is advisory: a program can still
+    tamper with this process, so the agent's verdict on correctness is the debugger's, which
+    evaluates the lowered candidate in its own sandbox and audits it.
     """
-    from tile_dsl.load import load_program
+    from tile_dsl.load import load_program_source
     from tile_dsl.lower import lower_direct, lower_mkb
+    from tools.confine import confine
 
     args = argv if argv is not None else sys.argv[1:]
     program_path, reference_path = args[:2]
     out: dict = {}
     try:
-        prog = load_program(program_path, args[2] if len(args) > 2 else None)
         with open(reference_path) as f:
             reference = f.read()
-        res = check_program(prog, load_reference(reference))
+        module = load_reference(reference)
+        variants = suite(module)
+        with open(program_path) as f:
+            program_source = f.read()
+        confine(write_dirs=[args[3]] if len(args) > 3 else [], deny_read=[])
+        prog = load_program_source(program_source, program_path, args[2] if len(args) > 2 else None)
+        res = check_program(prog, module, variants)
         if res.status != "dsl_error" and len(args) > 3:
             params = init_params(reference)
             for fn, text in (("candidate.py", lower_direct(prog, params)), ("candidate_mkb.py", lower_mkb(prog, params))):
@@ -144,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             out["lowered"] = os.path.join(args[3], "candidate.py")
     except DSLError as e:
         res = CheckResult("dsl_error", str(e))
+    except (OSError, ValueError, RuntimeError) as e:  # the reference or a file, not the program
+        res = CheckResult("reference_error", f"{reference_path}: {e}")
     print(json.dumps({**asdict(res), **out}))
     return 0
 

@@ -551,7 +551,9 @@ def trace(program, name: str) -> ir.Program:
     except DSLError:
         raise
     except Exception as e:  # noqa: BLE001 - a Python error in the program: name its line
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) != _HERE]
+        src = getattr(getattr(program, "__code__", None), "co_filename", None)
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == src] or \
+            [f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) != _HERE]
         line = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
         raise DSLError(f"{type(e).__name__}: {e}", line) from None
     if not k._split_seen:

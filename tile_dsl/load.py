@@ -38,10 +38,12 @@ def load_program_source(source: str, filename: str = "program.py", name: str | N
     try:
         exec(code, ns)  # noqa: S102 - the DSL is Python by design; callers isolate untrusted text
     except Exception as e:  # noqa: BLE001 - any error at the program's top level, with its line
-        tb = e.__traceback__
-        while tb.tb_next is not None:
+        tb, line = e.__traceback__, None
+        while tb is not None:  # the innermost frame of the program itself
+            if tb.tb_frame.f_code.co_filename == base:
+                line = f"{base}:{tb.tb_lineno}"
             tb = tb.tb_next
-        raise DSLError(f"{type(e).__name__}: {e}", f"{base}:{tb.tb_lineno}") from None
+        raise DSLError(f"{type(e).__name__}: {e}", line) from None
     if not callable(ns.get("program")):
         raise DSLError(f"{base}: defines no function program(k)")
     return trace(ns["program"], op_name(name or os.path.splitext(base)[0]))
