@@ -586,3 +586,5 @@ def run_operators(ctx: Context, operators: list[tuple[Operator, dict | None]]) -
                 seen.add(p.source)
                 out.append(p)
     return out
+from tools.ascendc.operators import ASCENDC_OPERATORS  # noqa: E402  (issue 18 hook: AscendC C++ operators)
+OPERATORS.update(ASCENDC_OPERATORS)

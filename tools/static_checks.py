@@ -529,6 +529,8 @@ STATIC_CHECKS: list[CheckFn] = [
     check_shape_special_case, check_cache, check_monkey_patch, check_streams_threads,
     check_precision_downgrade, check_exec_io,
 ]
+from tools.ascendc.integrity import check_ascendc_kernel  # noqa: E402  (issue 18 hook: AscendC C++ checks)
+STATIC_CHECKS.append(check_ascendc_kernel)
 
 
 def run_static_checks(source: str, reference_source: str | None = None) -> list[Finding]:

@@ -133,6 +133,8 @@ def candidate_boundaries(candidate_source: str) -> list[int]:
         return []
     found = {n.value for n in ast.walk(tree)
              if isinstance(n, ast.Constant) and type(n.value) is int and 16 <= n.value <= (1 << 20)}
+    from tools.ascendc.suite import cpp_constants  # issue 18 hook: an AscendC kernel's tile constants are in C++
+    found.update(cpp_constants(candidate_source))
     return sorted(found)
 
 

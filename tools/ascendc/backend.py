@@ -39,6 +39,15 @@ def kernel_sources(source: str) -> dict[str, tuple[str, int]]:
     return out
 
 
+def kernel_signatures_safe(text: str) -> dict:
+    """``runtime.kernel_signatures`` of a kernel text, {} when a parameter type cannot be read."""
+    from tools.ascendc.runtime import kernel_signatures
+    try:
+        return kernel_signatures(text)
+    except AscendCCompileError:
+        return {}
+
+
 def is_ascendc_candidate(source: str) -> bool:
     """True when the candidate holds AscendC kernel code at module level (the direct-launch form)."""
     return bool(kernel_sources(source))

@@ -499,10 +499,18 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTe
 // ------------------------------------------------------------------ reductions [RED]
 // Count form: dst[0] = reduction of src[0..n); the work tensor is scratch (poisoned here).
 // ReduceMax/Min with calIndex also store the index of the first extreme in dst[1] (as the element type's bits).
-// Accumulation order on the device is a tree; here sums accumulate in float and round once.
+// Sums are pairwise (tree) sums in fp32, rounded once to T; the device's exact order is not modelled.
+namespace detail {
+// pairwise (binary tree) sum in fp32: the device adds pairs of partial sums level by level [RED]
+template <typename T> float tree_sum(const T* s, int32_t n) {
+  if (n <= 8) { float a = 0.0f; for (int32_t i = 0; i < n; i++) a += (float)s[i]; return a; }
+  int32_t h = n / 2;
+  return tree_sum(s, h) + tree_sum(s + h, n - h);
+}
+}  // namespace detail
 template <typename T> void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, int32_t n) {
-  const T* s = src.need(n, "ReduceSum"); float acc = 0.0f;
-  for (int32_t i = 0; i < n; i++) acc += (float)s[i];
+  const T* s = src.need(n, "ReduceSum");
+  float acc = detail::tree_sum(s, n);
   (void)work.ptr();
   dst.need(1, "ReduceSum")[0] = (T)acc;
 }
