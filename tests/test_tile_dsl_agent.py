@@ -113,6 +113,7 @@ def test_correct_at_the_first_answer(server, agent, tmp_path):
     assert os.path.isfile(os.path.join(os.path.dirname(r["paths"]["lowered"]), "candidate_mkb.py"))
 
 
+@pytest.mark.slow
 def test_near_miss_is_repaired_by_the_debugger_subgraph(server, agent, tmp_path):
     lowered = lower_direct(load_program_source(LEAKY_NEAR_MISS, "program.py", "leaky"))
     [muls] = [ln for ln in lowered.splitlines() if "Muls(" in ln]

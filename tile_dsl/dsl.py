@@ -504,7 +504,7 @@ class Kernel:
         return s
 
     def reduce_sum(self, x: Buffer) -> Scalar:
-        """Sum of the buffer, accumulated left to right in float32."""
+        """Sum of the buffer, pairwise in float32 (``executor.tree_sum``), rounded to the buffer's dtype."""
         return self._reduce("sum", x)
 
     def reduce_max(self, x: Buffer) -> Scalar:

@@ -7,7 +7,7 @@ reads and writes inside the tensors, and that no two blocks write the same outpu
 (blocks run in parallel on the NPU: that would be a race).
 
 Arithmetic: vector ops compute in the buffer's dtype (numpy's float16 ops round each result
-to fp16), scalars are float32, ``reduce_sum`` adds left to right in float32.
+to fp16), scalars are float32, ``reduce_sum`` adds pairwise in float32 (``tree_sum``).
 """
 
 from __future__ import annotations
@@ -115,6 +115,24 @@ def check_ub(prog: ir.Program, dims: dict[str, dict[str, int]]) -> int:
     return total
 
 
+def tree_sum(x: np.ndarray) -> np.float32:
+    """Pairwise float32 sum: halves (the first ``n // 2`` elements, then the rest) down to at most
+    8 elements, which add left to right from 0.
+
+    This is the order of the AscendC emulator's ``ReduceSum`` (``tools/ascendc/include/
+    kernel_operator.h``, ``detail::tree_sum``); the device adds partial sums in a tree whose exact
+    order Ascend does not document.
+    """
+    n = x.size
+    if n <= 8:
+        acc = F32(0)
+        for v in x:
+            acc = F32(acc + v)
+        return acc
+    h = n // 2
+    return F32(tree_sum(x[:h]) + tree_sum(x[h:]))
+
+
 class _Block:
     def __init__(self, prog, arrays, dims, outs, owner, idx):
         self.prog, self.arrays, self.dims, self.outs, self.owner, self.idx = prog, arrays, dims, outs, owner, idx
@@ -218,8 +236,8 @@ class _Block:
     def reduce(self, s: ir.Reduce):
         src = self.bufs[s.src]
         x = src.astype(F32)
-        if s.op == "sum":  # accumulated in float32, the result rounded to the buffer's dtype
-            r = np.cumsum(x, dtype=F32)[-1] if x.size else F32(0)
+        if s.op == "sum":  # pairwise in float32, the result rounded to the buffer's dtype
+            r = tree_sum(x)
         elif x.size == 0:
             raise DSLError(f"reduce_{s.op} of an empty buffer", s.line)
         else:

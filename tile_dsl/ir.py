@@ -160,7 +160,7 @@ class Cast(Stmt):
 
 @dataclass
 class Reduce(Stmt):
-    """``dst = k.reduce_<op>(src)``: a float32 scalar; sum is left to right in the buffer's dtype widened to f32."""
+    """``dst = k.reduce_<op>(src)``: rounded to the buffer's dtype, widened to f32; sums are pairwise (``executor.tree_sum``)."""
 
     dst: str
     op: str
