@@ -157,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 
+        from tools.ascend_compile import AscendUnavailable, require_env
+
         try:
-            parse_targets(args.targets, local_target())
-        except TargetError as e:
+            require_env(parse_targets(args.targets, local_target()))
+        except (TargetError, AscendUnavailable) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         run_dir = make_run_dir(args.out, task.name)

@@ -299,6 +299,17 @@ class Runner:
         """
         if not targets or not signatures:
             return CompileReport(targets=targets)
+        from tools.ascend_compile import ascend_python, is_ascend
+        gpu, npu = [t for t in targets if not is_ascend(t)], [t for t in targets if is_ascend(t)]
+        if npu:  # Ascend targets: the same job, run by the Ascend environment's Python (tools.ascend_compile)
+            parts = [self._compile_job(source, signatures, gpu)] if gpu else []
+            parts.append(self._compile_job(source, signatures, npu, python=ascend_python(), command="ascend_compile"))
+            return CompileReport(targets=targets, results=[r for p in parts for r in p.results],
+                                 error="; ".join(p.error for p in parts if p.error) or None)
+        return self._compile_job(source, signatures, targets)
+
+    def _compile_job(self, source: str, signatures: list[dict], targets: list[str], python: str | None = None,
+                     command: str = "compile") -> CompileReport:
         d = self._fresh_dir("compile")
         path = os.path.join(d, "candidate.py")
         with open(path, "w") as f:
@@ -308,8 +319,9 @@ class Runner:
         with open(job, "w") as f:
             json.dump({"candidate_path": path, "launches": signatures, "targets": targets, "out": out,
                        "cache_dir": compile_cache_dir()}, f)
-        res = run_worker(["compile", job], os.path.join(d, "sandbox"), COMPILE_ENV,
-                         timeout_s=max(self.timeout_s, 300), memory_bytes=self.backend.memory_bytes, warm=True)
+        res = run_worker([command, job], os.path.join(d, "sandbox"), COMPILE_ENV,
+                         timeout_s=max(self.timeout_s, 300), memory_bytes=self.backend.memory_bytes, warm=python is None,
+                         python=python)
         self.evaluations += 1
         if not os.path.exists(out):
             why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"
@@ -323,6 +335,9 @@ class Runner:
             rec = KernelCompile(**{k: v for k, v in r.items() if k in KernelCompile.model_fields})
             if rec.error and rec.line is None:
                 rec.line = compile_error_line(rec.error, source, rec.kernel)
+            if rec.error and rec.line is None and command == "ascend_compile":
+                from tools.ascend_compile import classify, finding_line
+                rec.line = finding_line(source, rec.kernel, classify(rec.error)["kind"])
             results.append(rec)
         return CompileReport(targets=targets, results=results)
 

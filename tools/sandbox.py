@@ -101,7 +101,7 @@ def _progress_waiter(timeout_s: float, progress_path: str | None):
 
 def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout_s: float,
                memory_bytes: int | None = 16 << 30, file_bytes: int = 2 << 30, warm: bool = False,
-               progress_path: str | None = None) -> SandboxResult:
+               progress_path: str | None = None, python: str | None = None) -> SandboxResult:
     """Run ``python -m tools.worker ARGS`` sandboxed in ``workdir``.
 
     Args:
@@ -117,6 +117,8 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
             if the warm worker is unavailable. Same limits, session and deadline either way.
         progress_path: a file the child appends to as it progresses (``events.jsonl``); then
             ``timeout_s`` is the longest time without progress (``_progress_waiter``).
+        python: the interpreter to run the worker with (another virtual environment, e.g. the
+            Ascend one); None for this process's. A fresh process then, never a warm one.
 
     Returns:
         A ``SandboxResult``; never raises for anything the child does.
@@ -126,7 +128,7 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
     env.update(env_extra)
     out_path, err_path = os.path.join(workdir, "stdout.txt"), os.path.join(workdir, "stderr.txt")
     cpu_s = int(timeout_s * (PROGRESS_CAP if progress_path else 1) * 2) + 10
-    if warm and WARM_ENABLED:
+    if warm and WARM_ENABLED and python is None:
         pool = WarmPool.get(env_extra)
         if pool is not None:
             res = pool.run(args, workdir, env_extra, _progress_waiter(timeout_s, progress_path), memory_bytes, cpu_s,
@@ -136,7 +138,7 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.worker", *args], cwd=workdir, env=env,
+            [python or sys.executable, "-m", "tools.worker", *args], cwd=workdir, env=env,
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
             preexec_fn=lambda: _limits(memory_bytes, cpu_s, file_bytes),
         )

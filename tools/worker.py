@@ -10,6 +10,8 @@ Commands:
            happens in the parent, never here.
     compile  compile a candidate's recorded launches for GPU targets, in a process
            without the interpreter; write ``compile.json``.
+    ascend_compile  the same for Ascend targets, run with the Ascend environment's Python
+           (``tools.ascend_compile``).
     probe  run a probe-instrumented candidate (``tools.probes``) on one variant on the
            interpreter; write ``probes.json``.
 
@@ -107,18 +109,20 @@ class LaunchCounter:
 
     def _record(self, fn, args: tuple, kwargs: dict) -> None:
         from tools.gpu_compile import record_launch
+        from tools.ascend_compile import launch_facts, merge_facts
         kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         try:
             rec = record_launch(fn, args, kw)
         except Exception:  # noqa: BLE001 - a signature we cannot read is not compiled, not fatal
             return
-        self.pending.setdefault(json.dumps(rec, sort_keys=True), rec)
+        merge_facts(self.pending.setdefault(json.dumps(rec, sort_keys=True), rec), launch_facts(fn, args, kwargs))
 
     def keep_pending(self, keep: bool) -> None:
         """Keep the launch signatures of the forward that just ended only if it completed."""
         if keep:
+            from tools.ascend_compile import merge_facts
             for key, rec in self.pending.items():
-                self.signatures.setdefault(key, rec)
+                merge_facts(self.signatures.setdefault(key, rec), rec)
         self.pending = {}
 
 
@@ -367,6 +371,9 @@ def main(argv: list[str]) -> int:
     cmd, job_path = argv[0], argv[1]
     with open(job_path) as f:
         job = json.load(f)
+    if cmd == "ascend_compile":  # runs with the Ascend environment's Python (tools.ascend_compile)
+        from tools.ascend_compile import cmd_compile as cmd_ascend
+        return cmd_ascend(job)
     return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
 
 
