@@ -58,6 +58,8 @@ def triage(state: dict) -> dict:
         msg = comp.error or f"{bad[0].kernel} ({bad[0].target}, line {bad[0].line}): {bad[0].error}"
         diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
         diag["summary"] = f"does not compile for {', '.join(sorted({b.target for b in bad}))}; " + diag["summary"]
+        from tools.ascend_operators import ascend_diagnosis
+        diag = ascend_diagnosis(diag, comp, state["candidate_source"])  # Ascend limits: symptoms, figures, lines
     protected = protected_fingerprint(state["reference_source"], s.tolerance, r.suite_dir)
     return {**update, "suite": r.variants, "evaluations": r.evaluations, "targets": tgts, "protected": protected,
             "compile": comp.model_dump(),

@@ -35,6 +35,9 @@ SYMPTOMS = {
 }
 # The localisation's relations (tools.localise) are symptoms too, under the same names.
 SYMPTOMS.update({k: v for k, v in RELATIONS.items()})
+# Ascend compile findings (tools.ascend_operators.ascend_diagnosis) are symptoms too.
+from tools.ascend_operators import ASCEND_SYMPTOMS  # noqa: E402
+SYMPTOMS.update(ASCEND_SYMPTOMS)
 
 #: Fault classes, tried in order: the first whose rule holds names the fault. A rule is a set
 #: of symptoms of which one must be present (and, optionally, a set of which one must also be
