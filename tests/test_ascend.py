@@ -246,3 +246,16 @@ def test_grid_stride_loop_is_right_on_the_interpreter(tmp_path):
     r = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "c.py")], cwd=tmp_path,
                        env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "ok", r.stderr[-800:]
+
+
+def test_tolerance_profile_ascend_is_per_dtype_and_default_unchanged():
+    import torch
+
+    from graph.context import Settings
+    from tools.compare import tolerance
+
+    asc = Settings.from_options({"tolerance_profile": "ascend"}).tolerance
+    assert tolerance(torch.float16, asc) == (1e-3, 1e-3) and tolerance(torch.bfloat16, asc) == (5e-3, 5e-3)
+    assert tolerance(torch.float32, asc) == (1e-5, 1e-5) and tolerance(torch.int32, asc) == (0.0, 0.0)
+    assert Settings().tolerance is None and tolerance(torch.float16, None) == (1e-2, 1e-2)
+    assert Settings.from_options({"tolerance_profile": "ascend", "atol": 1e-3}).tolerance == (1e-3, 1e-4)
