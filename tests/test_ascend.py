@@ -259,3 +259,13 @@ def test_tolerance_profile_ascend_is_per_dtype_and_default_unchanged():
     assert tolerance(torch.float32, asc) == (1e-5, 1e-5) and tolerance(torch.int32, asc) == (0.0, 0.0)
     assert Settings().tolerance is None and tolerance(torch.float16, None) == (1e-2, 1e-2)
     assert Settings.from_options({"tolerance_profile": "ascend", "atol": 1e-3}).tolerance == (1e-3, 1e-4)
+
+
+@needs_env
+def test_fp64_is_an_unsupported_dtype_with_its_line(tmp_path):
+    from tools.runner import compile_error_line
+
+    sig = {k: ("*fp64" if v.startswith("*") else v) for k, v in ADD.items()}
+    (r,) = _compile(tmp_path, [_launch("add_kernel", sig, BLOCK=1024)])
+    assert r["ok"] is False and "fp64" in r["error"] and classify(r["error"])["kind"] == "dtype"
+    assert KERNELS.splitlines()[compile_error_line(r["error"], KERNELS, "add_kernel") - 1].strip().startswith("x = tl.load")
