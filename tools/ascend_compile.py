@@ -292,6 +292,7 @@ def compile_launch(fn, launch: dict, target: str) -> dict:
         adapter = stages["ttadapter"](stages["ttir"](mod, md), md)
     except Exception as e:  # noqa: BLE001 - the compiler's error is the verdict
         rec["error"] = f"triton-ascend: {type(e).__name__}: {' '.join(str(e).split())}"[:1200]
+        rec["transient"] = isinstance(e, (OSError, MemoryError))  # the environment's failure, not a verdict
         rec["seconds"] = round(time.monotonic() - t0, 3)
         return rec
     with tempfile.TemporaryDirectory() as d:
@@ -304,6 +305,7 @@ def compile_launch(fn, launch: dict, target: str) -> dict:
             out = r.stdout + r.stderr
         except (OSError, subprocess.TimeoutExpired) as e:
             rec["error"] = f"bishengir-compile: {e}"
+            rec["transient"] = True
             rec["seconds"] = round(time.monotonic() - t0, 3)
             return rec
     errors = [ln.split("error:", 1)[1].strip() for ln in out.splitlines() if "error:" in ln]
@@ -358,7 +360,7 @@ def compile_all(module, module_source: str, launches: list[dict], targets: list[
                     rec = {**json.load(f), "cached": True, "signature": signature_key(launch)}
             else:
                 rec = compile_launch(fn, launch, target)
-                if path:
+                if path and not rec.pop("transient", False):  # a failure of the environment is not cached
                     os.makedirs(cache_dir, exist_ok=True)
                     tmp = path + f".{os.getpid()}.tmp"
                     with open(tmp, "w") as f:
