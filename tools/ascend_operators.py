@@ -173,74 +173,79 @@ _IDENT = {"sum": ("0.0", "{acc} + tl.sum({arg}, axis=0)"),
 
 
 def _row_tiled_body(k, offs: str, block: str, length: str, indent: str) -> list[str] | None:
-    """The kernel body with every reduction and store as a loop over ``length`` in tiles of ``block``; None if unsure."""
+    """The kernel body with every reduction and store as a loop over ``length`` in tiles of ``block``; None if unsure.
+
+    Straight-line kernels only. Vector statements (those depending on the offsets) are
+    replayed inside each loop, sliced backwards to what the loop needs (names may be
+    re-assigned, ``x = x * s``); a reduction inside a vector expression
+    (``x = x - tl.max(x, axis=0)``) becomes its own loop and the expression uses its result.
+    """
     body = k.node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    if any(not isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign)) for s in body):
-        return None  # loops or branches: not a straight-line row kernel
-    vector: dict[str, ast.stmt] = {}
-    order: list[str] = []
+    if any(not isinstance(s, (ast.Assign, ast.Expr)) for s in body):
+        return None  # loops, branches, augmented assignments: not a straight-line row kernel
+    vec: list[ast.Assign] = []
+    vnames = {offs}
     lines: list[str] = []
     stores: list[ast.stmt] = []
     n_acc = 0
 
-    def deps(expr: ast.AST) -> list[ast.stmt]:
-        need, todo = set(), [n for n in _names(expr) if n in vector]
-        while todo:
-            n = todo.pop()
-            if n not in need:
-                need.add(n)
-                todo += [m for m in _names(vector[n].value) if m in vector]
-        return [vector[n] for n in order if n in need]
+    def deps(exprs: list[ast.AST]) -> list[ast.Assign]:
+        need = set().union(*(_names(e) for e in exprs)) & vnames
+        out = []
+        for s in reversed(vec):
+            t = s.targets[0].id
+            if t in need:
+                out.append(s)
+                need = (need - {t}) | (_names(s.value) & vnames)
+        return out[::-1]
 
-    def loop(stmts: list[ast.stmt], tail: list[str]) -> list[str]:
-        out = [f"for _tile in range(0, {length}, {block}):",
-               f"    {offs} = _tile + tl.arange(0, {block})"]
-        out += ["    " + ast.unparse(s) for s in stmts if not (isinstance(s, ast.Assign) and s.targets[0].id == offs)]
+    def loop(stmts: list[ast.Assign], tail: list[str]) -> list[str]:
+        out = [f"for _tile in range(0, {length}, {block}):", f"    {offs} = _tile + tl.arange(0, {block})"]
+        out += ["    " + ast.unparse(s) for s in stmts if s.targets[0].id != offs]
         return out + ["    " + t for t in tail]
 
     def flush_stores() -> None:
         if stores:
-            stmts = [d for s in stores for d in deps(s)]
-            lines.extend(loop(list(dict.fromkeys(stmts)), [ast.unparse(s) for s in stores]))
+            lines.extend(loop(deps([s.value for s in stores]), [ast.unparse(s) for s in stores]))
             stores.clear()
 
     for s in body:
-        uses = _names(s) & (set(vector) | {offs})
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+        uses = _names(s) & vnames
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+                return None
             t = s.targets[0].id
             if t == offs:
-                vector[t] = s
-                order.append(t)
                 continue
             reds = [c for c in ast.walk(s.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                     and c.func.attr in _IDENT and isinstance(c.func.value, ast.Name) and c.func.value.id == "tl"
-                    and c.args and _names(c.args[0]) & (set(vector) | {offs})]
+                    and c.args and _names(c.args[0]) & vnames]
+            value = s.value
             if reds:
                 flush_stores()
-                new_value = ast.unparse(s.value)
+                text = ast.unparse(s.value)
                 for c in reds:
+                    if _names(c.args[0]) & {t} and any(_names(r.args[0]) & {t} for r in reds if r is not c):
+                        return None
                     acc = f"_acc{n_acc}"
                     n_acc += 1
                     init, upd = _IDENT[c.func.attr]
-                    arg = ast.unparse(c.args[0])
                     lines.append(f"{acc} = {init}")
-                    lines.extend(loop(deps(c.args[0]), [f"{acc} = " + upd.format(acc=acc, arg=arg)]))
-                    new_value = new_value.replace(ast.unparse(c), acc, 1)
-                rest = ast.parse(new_value, mode="eval").body
-                if _names(rest) & (set(vector) | {offs}):
-                    return None  # the reduction is part of a vector expression
-                lines.append(f"{t} = {new_value}")
+                    lines.extend(loop(deps([c.args[0]]), [f"{acc} = " + upd.format(acc=acc, arg=ast.unparse(c.args[0]))]))
+                    text = text.replace(ast.unparse(c), acc, 1)
+                value = ast.parse(text, mode="eval").body
+                uses = _names(value) & vnames
+            if uses:  # a vector statement: replayed in the loops that need it
+                vec.append(ast.Assign(targets=[ast.Name(t, ast.Store())], value=value, lineno=s.lineno))
+                vnames.add(t)
                 continue
-            if uses:
-                vector[t] = s
-                order.append(t)
-                continue
-            flush_stores()
-            lines.append(ast.unparse(s))
+            if t in vnames:
+                return None  # a vector name re-bound to a scalar
+            lines.append(f"{t} = {ast.unparse(value)}")
             continue
-        if isinstance(s, ast.Expr) and _is_tl(s.value, "store") and uses:
+        if _is_tl(s.value, "store") and uses:
             stores.append(s)
             continue
         if uses:
