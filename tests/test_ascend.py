@@ -269,3 +269,48 @@ def test_fp64_is_an_unsupported_dtype_with_its_line(tmp_path):
     (r,) = _compile(tmp_path, [_launch("add_kernel", sig, BLOCK=1024)])
     assert r["ok"] is False and "fp64" in r["error"] and classify(r["error"])["kind"] == "dtype"
     assert KERNELS.splitlines()[compile_error_line(r["error"], KERNELS, "add_kernel") - 1].strip().startswith("x = tl.load")
+
+
+SCALED_SOFTMAX = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, y_ptr, stride, n_cols, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_ptr += row * stride
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + cols, mask=mask, other=-float("inf"))
+    x = x * scale
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(y_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        BLOCK = triton.next_power_of_2(x.shape[1])
+        k[(x.shape[0],)](x, y, x.stride(0), x.shape[1], 0.5, BLOCK=BLOCK)
+        return y
+'''
+
+
+def test_row_tiling_handles_reassigned_names_and_a_reduction_inside_an_expression(tmp_path):
+    from tools.ascend_operators import op_ub_row_tiling
+    from tools.operators import analyse
+
+    p = next(p for p in op_ub_row_tiling(analyse(SCALED_SOFTMAX)) if p.params["tile"] == 1024)
+    assert p.source.count("x = x * scale") == 3 and "x_ptr += row * stride" in p.source
+    (tmp_path / "c.py").write_text(p.source)
+    check = ("import importlib.util, sys, torch\nspec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+             "x = torch.randn(3, 3000) * 5\ntorch.testing.assert_close(m.ModelNew()(x), torch.softmax(x * 0.5, -1))\n"
+             "print('ok')\n")
+    (tmp_path / "check.py").write_text(check)
+    r = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "c.py")], cwd=tmp_path,
+                       env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "ok", r.stderr[-800:]

@@ -183,8 +183,8 @@ def _row_tiled_body(k, offs: str, block: str, length: str, indent: str) -> list[
     body = k.node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    if any(not isinstance(s, (ast.Assign, ast.Expr)) for s in body):
-        return None  # loops, branches, augmented assignments: not a straight-line row kernel
+    if any(not isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr)) for s in body):
+        return None  # loops, branches: not a straight-line row kernel
     vec: list[ast.Assign] = []
     vnames = {offs}
     lines: list[str] = []
@@ -213,6 +213,12 @@ def _row_tiled_body(k, offs: str, block: str, length: str, indent: str) -> list[
 
     for s in body:
         uses = _names(s) & vnames
+        if isinstance(s, ast.AugAssign):  # a scalar update (ptr += row * stride) stays where it is
+            if uses or not isinstance(s.target, ast.Name):
+                return None
+            flush_stores()
+            lines.append(ast.unparse(s))
+            continue
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
                 return None
@@ -246,6 +252,20 @@ def _row_tiled_body(k, offs: str, block: str, length: str, indent: str) -> list[
             lines.append(f"{t} = {ast.unparse(value)}")
             continue
         if _is_tl(s.value, "store") and uses:
+            reds = [c for c in ast.walk(s.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and c.func.attr in _IDENT and isinstance(c.func.value, ast.Name) and c.func.value.id == "tl"
+                    and c.args and _names(c.args[0]) & vnames]
+            if reds:  # a reduction inside the stored value: its own loop first, the store uses its result
+                flush_stores()
+                text = ast.unparse(s)
+                for c in reds:
+                    acc = f"_acc{n_acc}"
+                    n_acc += 1
+                    init, upd = _IDENT[c.func.attr]
+                    lines.append(f"{acc} = {init}")
+                    lines.extend(loop(deps([c.args[0]]), [f"{acc} = " + upd.format(acc=acc, arg=ast.unparse(c.args[0]))]))
+                    text = text.replace(ast.unparse(c), acc, 1)
+                s = ast.parse(text).body[0]
             stores.append(s)
             continue
         if uses:
