@@ -46,7 +46,8 @@ def triage(state: dict) -> dict:
                        {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)
     search = ev.subset(r.ids("search"))  # the best evaluation the loop compares against
     comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
-    diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]))
+    diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]),
+                        state["candidate_source"])
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.

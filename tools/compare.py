@@ -23,7 +23,13 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 
 def tolerance(dtype: torch.dtype, override: tuple[float, float] | None = None) -> tuple[float, float]:
-    """Return ``(atol, rtol)`` for a reference output dtype; integers and bools compare exactly."""
+    """Return ``(atol, rtol)`` for a reference output dtype; integers and bools compare exactly.
+
+    ``override`` is ``(atol, rtol)``, or a per-dtype profile table (``tools.tolerance_profiles``).
+    """
+    if override is not None and override and isinstance(override[0], (tuple, list)):
+        from tools.tolerance_profiles import lookup
+        return lookup(override, str(dtype).replace("torch.", "")) or TOLERANCES.get(dtype, (0.0, 0.0))
     if override is not None:
         return override
     return TOLERANCES.get(dtype, (0.0, 0.0))

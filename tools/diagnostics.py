@@ -40,6 +40,9 @@ SYMPTOMS = {
 }
 # The localisation's relations (tools.localise) are symptoms too, under the same names.
 SYMPTOMS.update({k: v for k, v in RELATIONS.items()})
+# Ascend compile findings (tools.ascend_operators.ascend_diagnosis) are symptoms too.
+from tools.ascend_operators import ASCEND_SYMPTOMS  # noqa: E402
+SYMPTOMS.update(ASCEND_SYMPTOMS)
 
 #: Fault classes, tried in order: the first whose rule holds names the fault. A rule is a set
 #: of symptoms of which one must be present (and, optionally, a set of which one must also be
@@ -241,7 +244,7 @@ def _tensor_symptoms(v: VariantResult, add) -> None:
 
 
 def diagnosis_of(result: EvalResult, variants: list[dict], search_ids: list[str] | None = None,
-                 compile_report=None, source_key: str | None = None) -> dict:
+                 compile_report=None, source_key: str | None = None, source: str | None = None) -> dict:
     """The one diagnosis function: triage and the instrumentation planner both call it.
 
     Diagnoses the search part of ``result`` when it fails there, else the whole evaluation
@@ -257,6 +260,8 @@ def diagnosis_of(result: EvalResult, variants: list[dict], search_ids: list[str]
         search_ids: ids of the search split (None: all of ``result``).
         compile_report: a compile check of the same source, or None.
         source_key: a key of the diagnosed source (``agents.common.source_hash``).
+        source: the diagnosed source; with an Ascend compile failure, its kernel lines and figures
+            join the findings (``tools.ascend_operators.ascend_diagnosis``).
 
     Returns:
         ``diagnose``'s dictionary plus ``source`` (the key).
@@ -271,5 +276,8 @@ def diagnosis_of(result: EvalResult, variants: list[dict], search_ids: list[str]
         diag["findings"] = [f"GPU compile: {msg[:400]}"] + diag["findings"]
         diag["summary"] = f"does not compile for {', '.join(targets)}; " + diag["summary"]
         diag["fault_class"] = fault_class(diag["symptoms"])
+        if source is not None:
+            from tools.ascend_operators import ascend_diagnosis
+            diag = ascend_diagnosis(diag, compile_report, source)  # Ascend limits: symptoms, figures, lines
     diag["source"] = source_key
     return diag

@@ -37,7 +37,10 @@ class TargetError(Exception):
 
 
 def parse_targets(text: str | None, local: str | None = None) -> list[str]:
-    """Parse ``--targets`` (``sm_80,sm_90,gfx942``; ``none`` for no compile check).
+    """Parse ``--targets`` (``sm_80,sm_90,gfx942,ascend910b3``; ``none`` for no compile check).
+
+    Ascend names (``tools.ascend_compile.ASCEND_TARGETS``) are compiled by ``tools.ascend_compile``
+    in the Ascend environment; the others here.
 
     Args:
         text: the option value, or None for the default.
@@ -47,16 +50,21 @@ def parse_targets(text: str | None, local: str | None = None) -> list[str]:
         Target names; the default is the local GPU, else ``["sm_90"]``.
 
     Raises:
-        TargetError: a name that is neither ``sm_NN`` nor ``gfxNNN``.
+        TargetError: a name that is neither ``sm_NN``, ``gfxNNN`` nor an Ascend SoC.
     """
     if text is None or text == "":
         return [local] if local else ["sm_90"]
     if text.strip().lower() == "none":
         return []
+    from tools.ascend_compile import ASCEND_TARGETS
+
     out = []
     for name in (t.strip() for t in text.split(",") if t.strip()):
-        if not _TARGET_RE.match(name):
-            raise TargetError(f"--targets: unknown target {name!r} (expected sm_NN or gfxNNN, e.g. sm_90,gfx942)")
+        if name.lower() in ASCEND_TARGETS:
+            name = name.lower()
+        elif not _TARGET_RE.match(name):
+            raise TargetError(f"--targets: unknown target {name!r} (expected sm_NN, gfxNNN or "
+                              f"{'/'.join(ASCEND_TARGETS)}, e.g. sm_90,gfx942,ascend910b3)")
         out.append(name)
     return out
 

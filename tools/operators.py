@@ -552,6 +552,7 @@ OPERATORS: dict[str, Operator] = {
 # More operators build on the helpers above and add themselves to OPERATORS when imported.
 import tools.arith_operators  # noqa: E402,F401
 import tools.index_operators  # noqa: E402,F401
+import tools.ascend_operators  # noqa: E402,F401
 
 
 def matches(patch: Patch, params: dict | None) -> bool:

@@ -142,6 +142,8 @@ class KernelCompile(BaseModel):
     shared_bytes: int | None = Field(None, description="shared memory (LDS) per program, bytes")
     num_warps: int | None = None
     num_stages: int | None = None
+    ub_bytes: int | None = Field(None, description="Ascend: Unified Buffer bytes planned by bishengir (hivm-plan-memory)")
+    note: str | None = Field(None, description="how far the compile went, e.g. 'reached HIVM, hivmc not available'")
     seconds: float | None = Field(None, description="compile wall seconds (0 when cached)")
     cached: bool = False
     signature: str = Field("", description="short key of the launch signature (dtypes, constexprs, divisibility)")

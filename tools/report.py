@@ -139,11 +139,12 @@ def render_markdown(report: dict, diff: str = "") -> str:
                         f"| {r.get('registers') if r.get('registers') is not None else ''} "
                         f"| {r.get('spill_bytes') if r.get('spill_bytes') is not None else ''} "
                         f"| {r.get('shared_bytes') if r.get('shared_bytes') is not None else ''} "
-                        f"| {r.get('num_warps') or ''} |")
+                        f"| {r.get('num_warps') or ''} | {r.get('ub_bytes') if r.get('ub_bytes') is not None else ''} "
+                        f"| {r.get('note') or ''} |")
     if rows:
         lines += ["## GPU compilation", "", f"Targets: {', '.join(report.get('targets') or [])}", "",
-                  "| of | kernel | target | compiles | registers | spill bytes | shared bytes | warps |",
-                  "|---|---|---|---|---|---|---|---|", *rows, ""]
+                  "| of | kernel | target | compiles | registers | spill bytes | shared bytes | warps | UB bytes | note |",
+                  "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]
         errs = [r for who in ("candidate", "repair") for r in ((comp.get(who) or {}).get("results") or [])
                 if r["ok"] is False]
         lines += [f"- {r['kernel']} ({r['target']}, line {r.get('line')}): {r['error'][:400]}" for r in errs]

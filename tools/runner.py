@@ -323,22 +323,34 @@ class Runner:
         """
         if not targets or not signatures:
             return CompileReport(targets=targets)
-        cached = _cached_compiles(source, signatures, targets)
+        from tools.ascend_compile import ascend_python, is_ascend
+        gpu, npu = [t for t in targets if not is_ascend(t)], [t for t in targets if is_ascend(t)]
+        parts = [self._compile_job(source, signatures, gpu)] if gpu else []
+        if npu:  # Ascend targets: the same job, run by the Ascend environment's Python (tools.ascend_compile)
+            parts.append(self._compile_job(source, signatures, npu, python=ascend_python(), command="ascend_compile"))
+        return CompileReport(targets=targets, results=[r for p in parts for r in p.results],
+                             error="; ".join(p.error for p in parts if p.error) or None)
+
+    def _compile_job(self, source: str, signatures: list[dict], targets: list[str], python: str | None = None,
+                     command: str = "compile") -> CompileReport:
+        """One compile process for ``targets`` (``command`` ``ascend_compile`` with ``python`` for Ascend)."""
+        ascend = command == "ascend_compile"  # not cached: its records are not one per (launch, target)
+        cached = None if ascend else _cached_compiles(source, signatures, targets)
         if cached is not None:  # every launch and target in the cache: no process at all
             data = {"results": cached}
         else:
             # the sandbox never writes the cache (a candidate could plant results for other sources):
             # the parent stores what came back, under keys it computes from the source it holds
             job = {"candidate_source": source, "launches": signatures, "targets": targets, "cache_dir": None}
-            res = run_worker(["compile"], job, COMPILE_ENV, timeout_s=max(self.timeout_s, 300),
-                             memory_bytes=self.backend.memory_bytes, warm=True)
+            res = run_worker([command], job, COMPILE_ENV, timeout_s=max(self.timeout_s, 300),
+                             memory_bytes=self.backend.memory_bytes, warm=python is None, python=python)
             self.evaluations += 1
             data = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "compile"), None)
             if data is None:
                 why = "timed out" if res.timed_out else f"died ({res.signal_name or res.returncode})"
                 last = scrub((res.stderr_tail.strip().splitlines() or [""])[-1][:200])
                 return CompileReport(targets=targets, error=f"the compile process {why}" + (f": {last}" if last else ""))
-            if isinstance(data.get("results"), list):
+            if isinstance(data.get("results"), list) and not ascend:
                 _store_compiles(source, signatures, targets, data["results"])
         if data.get("error"):
             return CompileReport(targets=targets, error=data["error"])
@@ -347,6 +359,9 @@ class Runner:
             rec = KernelCompile(**{k: v for k, v in r.items() if k in KernelCompile.model_fields})
             if rec.error and rec.line is None:
                 rec.line = compile_error_line(rec.error, source, rec.kernel)
+            if rec.error and rec.line is None and command == "ascend_compile":
+                from tools.ascend_compile import classify, finding_line
+                rec.line = finding_line(source, rec.kernel, classify(rec.error)["kind"])
             results.append(rec)
         return CompileReport(targets=targets, results=results)
 

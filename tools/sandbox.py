@@ -236,7 +236,10 @@ class _Collector:
                         break
                     data, buf = bytes(buf[8:8 + n]), buf[8 + n:]
                     try:
-                        self.frames.append(torch.load(io.BytesIO(data), weights_only=True))
+                        if data[:1] == b"{":  # a JSON frame (the Ascend compile worker has no torch)
+                            self.frames.append(json.loads(data))
+                        else:
+                            self.frames.append(torch.load(io.BytesIO(data), weights_only=True))
                     except Exception:  # noqa: BLE001 - untrusted bytes: a frame that does not decode is dropped
                         self.frames.append({"event": "bad_frame"})
         finally:
@@ -417,7 +420,8 @@ def _kill_group(pid: int) -> None:
 
 def run_worker(args: list[str], job: dict, env_extra: dict[str, str], timeout_s: float,
                memory_bytes: int | None = 16 << 30, file_bytes: int = 1 << 30, warm: bool = False,
-               progress: bool = False, rw_binds: tuple[str, ...] = (), gpu: bool = False) -> SandboxResult:
+               progress: bool = False, rw_binds: tuple[str, ...] = (), gpu: bool = False,
+               python: str | None = None) -> SandboxResult:
     """Run ``python -m tools.worker ARGS`` in the sandbox with ``job`` on its stdin.
 
     Args:
@@ -433,6 +437,8 @@ def run_worker(args: list[str], job: dict, env_extra: dict[str, str], timeout_s:
         progress: each result frame moves the deadline (``_progress_waiter``).
         rw_binds: host folders bound writable (the compile cache).
         gpu: the backend needs the host's devices.
+        python: another interpreter (the Ascend environment's, which has no torch): the job then
+            travels as JSON and the child answers with JSON frames; never a warm worker.
 
     Returns:
         A ``SandboxResult``; never raises for anything the child does.
@@ -440,6 +446,9 @@ def run_worker(args: list[str], job: dict, env_extra: dict[str, str], timeout_s:
     Raises:
         SandboxUnavailable: see ``check_sandbox``.
     """
+    if python is not None:
+        return run_sandboxed([python, "-m", "tools.worker", *args], json.dumps(job).encode(), env_extra, timeout_s,
+                             memory_bytes, int(timeout_s * 2) + 10, file_bytes, rw_binds=rw_binds, progress=progress)
     import torch
     buf = io.BytesIO()
     torch.save(job, buf)

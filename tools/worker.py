@@ -14,6 +14,8 @@ Commands:
            Comparison happens in the parent, never here.
     compile  compile a candidate's recorded launches for GPU targets, in a process
            without the interpreter; send one ``compile`` frame.
+    ascend_compile  the same for Ascend targets, run with the Ascend environment's Python
+           (``tools.ascend_compile``; no torch there: the job is JSON, the frame is JSON).
     probe  run a probe-instrumented candidate (``tools.probes``) on one variant on the
            interpreter; send one ``probes`` frame.
 
@@ -132,18 +134,20 @@ class LaunchCounter:
 
     def _record(self, fn, args: tuple, kwargs: dict) -> None:
         from tools.gpu_compile import record_launch
+        from tools.ascend_compile import launch_facts, merge_facts
         kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         try:
             rec = record_launch(fn, args, kw)
         except Exception:  # noqa: BLE001 - a signature we cannot read is not compiled, not fatal
             return
-        self.pending.setdefault(json.dumps(rec, sort_keys=True), rec)
+        merge_facts(self.pending.setdefault(json.dumps(rec, sort_keys=True), rec), launch_facts(fn, args, kwargs))
 
     def keep_pending(self, keep: bool) -> None:
         """Keep the launch signatures of the forward that just ended only if it completed."""
         if keep:
+            from tools.ascend_compile import merge_facts
             for key, rec in self.pending.items():
-                self.signatures.setdefault(key, rec)
+                merge_facts(self.signatures.setdefault(key, rec), rec)
         self.pending = {}
 
 
@@ -397,9 +401,12 @@ def main(argv: list[str]) -> int:
     """Dispatch ``suite``, ``eval``, ``compile`` or ``probe`` with the job read from stdin."""
     import io
 
+    cmd = argv[0]
+    if cmd == "ascend_compile":  # the Ascend environment's Python: no torch, JSON in and out
+        from tools.ascend_compile import cmd_compile as cmd_ascend
+        return cmd_ascend(json.loads(sys.stdin.buffer.read()))
     import torch
 
-    cmd = argv[0]
     job = torch.load(io.BytesIO(sys.stdin.buffer.read()), weights_only=False)
     if cmd == "shrink":  # failing-input minimisation (tools.minimise)
         from tools.minimise import cmd_shrink
