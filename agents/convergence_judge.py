@@ -16,6 +16,7 @@ import time
 
 from agents.common import forget_runner, runner_stats, settings, source_hash
 from kb import learn
+from tools.phases import phase
 from tools.records import EvalResult
 from tools.report import SCHEMA, write_run_folder
 from tools.source_edit import unified_diff
@@ -119,7 +120,8 @@ def _finish(state: dict, update: dict, status: str, reason: str, repaired: str |
     report = build_report(state, status, reason, repaired)
     diff = unified_diff(state.get("candidate_source", ""), repaired) if repaired else ""
     if run_dir:
-        write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
+        with phase("report"):
+            write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
         forget_runner(run_dir)
     return {**update, "verdict": status, "reason": reason, "route": route, "report": report,
             "repaired_source": repaired, "decisions": [report["decisions"][-1]]}

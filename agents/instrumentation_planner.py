@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from agents.common import runner
 from tools.diagnostics import diagnose
+from tools.phases import phase
 from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import EvalResult
 
@@ -20,7 +21,8 @@ from tools.records import EvalResult
 def instrumentation_planner(state: dict) -> dict:
     """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful."""
     ev = EvalResult(**state["best_eval"])
-    diag = diagnose(ev, state.get("suite", []))
+    with phase("diagnosis"):
+        diag = diagnose(ev, state.get("suite", []))
     update: dict = {"diagnosis": diag, "probe_request": None}
     asked = state.get("probe_request")
     if not asked and "nan_or_inf" not in diag["symptoms"]:
@@ -35,7 +37,8 @@ def instrumentation_planner(state: dict) -> dict:
     if variant not in r.ids():
         diag["findings"].insert(0, f"probe request refused: no variant {variant!r}")
         return update
-    res = r.probe(state["best_source"], variant, req.kernel, req.names, req.program_ids)
+    with phase("diagnosis"):
+        res = r.probe(state["best_source"], variant, req.kernel, req.names, req.program_ids)
     diag["probes"] = {"request": req.model_dump(), "variant": variant, "error": res["error"],
                       "sites": aggregate(res)}
     diag["findings"] = findings(res) + diag["findings"]

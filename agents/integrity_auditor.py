@@ -24,6 +24,7 @@ import time
 from agents.common import runner, settings
 from tools.integrity import (audit_candidate, dynamic_findings, process_findings, protected_fingerprint,
                              same_layout_variants)
+from tools.phases import phase
 from tools.records import CompileReport, EvalResult, Finding
 
 
@@ -34,8 +35,9 @@ def integrity_auditor(state: dict) -> dict:
     is_repair = bool(last and last.get("status") == "pass")
     source = last["source"] if is_repair else state["candidate_source"]
     r = runner(state)
-    run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
-                          None if is_repair else same_layout_variants(r.variants))
+    with phase("audit"):
+        run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
+                              None if is_repair else same_layout_variants(r.variants))
     findings: list[Finding] = list(run.findings)
     held = run.heldout
     if is_repair:
@@ -56,7 +58,8 @@ def integrity_auditor(state: dict) -> dict:
     original = CompileReport(**state["compile"]) if state.get("compile") else None
     if is_repair:
         sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
-        comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
+        with phase("gpu_compile"):
+            comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
         findings += compile_findings(comp, original)
     else:  # the original candidate: triage compiled it
         comp = original or CompileReport(targets=[])

@@ -9,6 +9,7 @@ from agents.common import emit, make_run_dir, runner, settings, targets
 from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
+from tools.phases import phase
 from tools.diagnostics import diagnose
 from tools.replay import replay_command
 from tools.report import write_file_atomic
@@ -41,12 +42,15 @@ def triage(state: dict) -> dict:
     for v in r.variants:
         v["replay"] = replay_command(run_dir, v["id"])
     emit("triage", f"suite of {len(r.variants)} variants built; running the candidate on all of them")
-    ev = r.evaluate(state["candidate_source"], r.ids())
+    with phase("triage_eval"):
+        ev = r.evaluate(state["candidate_source"], r.ids())
     moved = fit_budget(r.variants, {v.variant_id: v.wall_s for v in ev.variants},
                        {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)
     search = ev.subset(r.ids("search"))
-    diag = diagnose(search if not search.passed else ev, r.variants)
-    comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
+    with phase("diagnosis"):
+        diag = diagnose(search if not search.passed else ev, r.variants)
+    with phase("gpu_compile"):
+        comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.

@@ -7,14 +7,17 @@ naming the file and the problem.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sqlite3
-import sys
 import time
 
-from rich.console import Console
+T_IMPORT = time.monotonic()  # origin of the run's phase timeline (tools.phases)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+import sys  # noqa: E402
+
+from rich.console import Console  # noqa: E402
 
 EXIT = {"repaired": 0, "already_correct": 0, "failing": 1, "not_repaired": 1, "rejected": 1, "invalid_input": 2}
 
@@ -103,16 +106,64 @@ def _event(console: Console, event, t0: float) -> None:
         console.print(f"[dim]{time.monotonic() - t0:6.1f}s {event.get('node', '')}: {event['message']}[/dim]")
 
 
+def _prestart_workers() -> None:
+    """Start the warm workers of the suite build (interpreter) and of GPU compiles in background threads.
+
+    Their environments are those ``tools.runner`` passes (``TRITON_INTERPRET=1`` for the
+    suite and interpreter evaluations, ``COMPILE_ENV`` for compiles); a pool that is already
+    starting or running is reused, so the runner's own prestart costs nothing more.
+    """
+    from tools.sandbox import WARM_ENABLED, WarmPool
+
+    if WARM_ENABLED:
+        for env in ({"TRITON_INTERPRET": "1"}, {"TRITON_INTERPRET": "0"}):
+            WarmPool.prestart(env)
+
+
+def _add_phases(run_dir: str, rec) -> dict:
+    """Add the ``phases`` field (``tools.phases``) to the run's report.json; return it.
+
+    A resumed run's timeline covers only this process. The file is rewritten atomically.
+    """
+    from tools.report import write_file_atomic
+
+    ph = rec.report()
+    path = os.path.join(run_dir, "report.json")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return ph
+    data["phases"] = ph
+    write_file_atomic(path, json.dumps(data, indent=1))
+    return ph
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the debugger on one task; return the exit code."""
     args = parse_args(argv)
     console = Console(stderr=True, quiet=args.quiet)
-    from agents.common import make_run_dir
+    from tools import phases
+
+    begin = T_IMPORT if argv is None else time.monotonic()  # a CLI process counts its own imports too
+    rec = phases.start(begin)
     from tools.task import TaskError, load_task
+
+    task = None
+    if not args.resume:
+        try:
+            task = load_task(args.task, args.reference)
+        except TaskError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    _prestart_workers()  # the warm workers import torch and triton while this process imports the graph
+    from agents.common import make_run_dir
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from graph.build import build_graph
+
+    rec.add("cli_import", time.monotonic() - begin, start_s=0.0)
 
     if args.resume:
         run_dir = os.path.abspath(args.resume)
@@ -133,11 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         if not snap.next:
             console.print(f"{run_dir}: the run had already finished")
     else:
-        try:
-            task = load_task(args.task, args.reference)
-        except TaskError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
         from graph.context import Settings
         from tools.llm import LLMConfigError, config_from_env
 
@@ -213,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     values = app.get_state(config).values
     conn.close()
     report = values.get("report") or {}
+    if report and report.get("status") != "invalid_input":
+        report["phases"] = _add_phases(run_dir, rec)
     status = report.get("status", "not_repaired")
     if status == "invalid_input":
         msg = str(report.get("error") or report.get("reason"))

@@ -21,6 +21,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from tools.phases import phase
+
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Environment variables copied into the child; everything else (API keys, tokens) is dropped.
@@ -127,7 +129,8 @@ def run_worker(args: list[str], workdir: str, env_extra: dict[str, str], timeout
     out_path, err_path = os.path.join(workdir, "stdout.txt"), os.path.join(workdir, "stderr.txt")
     cpu_s = int(timeout_s * (PROGRESS_CAP if progress_path else 1) * 2) + 10
     if warm and WARM_ENABLED:
-        pool = WarmPool.get(env_extra)
+        with phase("worker_start"):  # waits only while the warm worker is still starting
+            pool = WarmPool.get(env_extra)
         if pool is not None:
             res = pool.run(args, workdir, env_extra, _progress_waiter(timeout_s, progress_path), memory_bytes, cpu_s,
                            file_bytes)
