@@ -123,7 +123,7 @@ def test_ray_executor_in_a_loopback_only_network_namespace(tmp_path):
     root = _tasks(tmp_path, {"near": "candidate.py", "fixed": "fixed.py"})
     out = tmp_path / "out"
     # Ray binds every interface it sees: inside this namespace there is only loopback.
-    script = (f"ip link set lo up && test $(ls /sys/class/net | wc -l) -eq 1 && "
+    script = (f"ip link set lo up && test $(ip -o link | wc -l) -eq 1 && "
               f"exec {PY} -m graph.batch {root} --executor ray --workers 2 --out {out} --quiet "
               f"--extra '--targets none'")
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
