@@ -44,6 +44,23 @@ def _load():
     return _model
 
 
+def preload() -> threading.Thread:
+    """Load the model in a daemon thread (its import overlaps work that waits on sandboxed processes).
+
+    Returns:
+        The started thread; a failed load is left for the next ``embed`` call to raise.
+    """
+    def run() -> None:
+        try:
+            _load()
+        except Exception:  # noqa: BLE001 - embed() raises it where it matters
+            pass
+
+    t = threading.Thread(target=run, name="nearmiss-embed-preload", daemon=True)
+    t.start()
+    return t
+
+
 def loaded() -> bool:
     """True when the model is already in memory (a text query then costs milliseconds)."""
     return _model is not None
