@@ -120,10 +120,31 @@ def _prestart_workers() -> None:
             WarmPool.prestart(env)
 
 
-def _add_phases(run_dir: str, rec) -> dict:
-    """Add the ``phases`` field (``tools.phases``) to the run's report.json; return it.
+def _gpu_timing(run_dir: str) -> dict:
+    """KernelBench-style CUDA timing of eager, candidate and repair (``tools.gpu_timing``), in a child process.
+
+    Untested: it runs only with ``--backend cuda`` on a GPU. Returns the report, or
+    ``{"error": ...}`` when the timing process fails.
+    """
+    import subprocess
+
+    try:
+        p = subprocess.run([sys.executable, "-m", "tools.gpu_timing", run_dir], capture_output=True, text=True,
+                           timeout=600, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    except subprocess.TimeoutExpired:
+        return {"error": "the timing process ran over 600 s"}
+    try:
+        with open(os.path.join(run_dir, "gpu_timing.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1][:300]}
+
+
+def _add_phases(run_dir: str, rec, more: dict | None = None) -> dict:
+    """Add the ``phases`` field (``tools.phases``) and ``more`` (fields that are not None) to report.json.
 
     A resumed run's timeline covers only this process. The file is rewritten atomically.
+    Returns the phases.
     """
     from tools.report import write_file_atomic
 
@@ -135,6 +156,7 @@ def _add_phases(run_dir: str, rec) -> dict:
     except (OSError, ValueError):
         return ph
     data["phases"] = ph
+    data.update({k: v for k, v in (more or {}).items() if v is not None})
     write_file_atomic(path, json.dumps(data, indent=1))
     return ph
 
@@ -265,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     conn.close()
     report = values.get("report") or {}
     if report and report.get("status") != "invalid_input":
-        report["phases"] = _add_phases(run_dir, rec)
+        if report.get("backend") == "cuda" and report.get("status") in ("repaired", "already_correct"):
+            with phases.phase("gpu_timing"):
+                report["gpu_timing"] = _gpu_timing(run_dir)
+        report["phases"] = _add_phases(run_dir, rec, {"gpu_timing": report.get("gpu_timing")})
     status = report.get("status", "not_repaired")
     if status == "invalid_input":
         msg = str(report.get("error") or report.get("reason"))
