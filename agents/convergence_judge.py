@@ -51,7 +51,8 @@ def convergence_judge(state: dict) -> dict:
         update["pending_patch"] = None
         update["last_eval"] = None
         if ev.passed and audit.get("passed"):
-            record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
+            with phase("learn"):
+                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
                            repaired=last["source"])

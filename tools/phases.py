@@ -15,7 +15,7 @@ nesting (LangGraph runs nodes in worker threads); one run's phases do not overla
 
 Names used by the product (one ``with`` line each): ``cli_import``, ``worker_start``,
 ``suite_build``, ``triage_eval``, ``diagnosis``, ``retrieval``, ``planning``, ``screening``, ``attempt``,
-``audit``, ``gpu_compile``, ``report``.
+``audit``, ``gpu_compile``, ``learn`` (storing a learned repair), ``report``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 #: The phases in pipeline order (tables list them in this order, then any others).
 ORDER = ("cli_import", "worker_start", "suite_build", "triage_eval", "diagnosis", "retrieval", "planning", "screening",
-         "attempt", "audit", "gpu_compile", "report")
+         "attempt", "audit", "gpu_compile", "learn", "report")
 
 
 class Recorder:
