@@ -57,3 +57,4 @@ def test_without_cuda_device_info_says_so_and_the_cli_exits_2(tmp_path, capsys):
     (tmp_path / "original.py").write_text("")
     assert gt.main([str(tmp_path)]) == 2 and "needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "gpu_timing.json").exists()
+
