@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             bar.update(prog, advance=1, description=f"{row['task']}: {row['status']}")
 
         try:
-            if a.executor == "ray":
+            if a.executor == "ray" and jobs:
                 _run_ray(jobs, a.workers, on_done, a.gpus, a.resources)
             elif jobs:
                 _run_process(jobs, a.workers, on_done)
