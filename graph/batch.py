@@ -207,21 +207,20 @@ def summary_plot(rows: list[dict], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     rows = sorted(rows, key=lambda r: r["task"])
     colours = {"repaired": "tab:green", "already_correct": "tab:blue", "not_repaired": "tab:orange",
                "rejected": "tab:red", "failing": "tab:orange", "invalid_input": "tab:gray", "error": "black"}
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.5 * len(rows) + 2), 3.5))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.5 * len(rows) + 2), 4.0))
     ax.bar(range(len(rows)), [r.get("wall_s") or 0 for r in rows],
            color=[colours.get(r["status"], "tab:purple") for r in rows])
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["task"][:24] for r in rows], rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("wall s")
-    ax.set_title("nearmiss batch: wall seconds per task (colour: status)")
-    for s, c in colours.items():
-        if any(r["status"] == s for r in rows):
-            ax.bar([], [], color=c, label=s)
-    ax.legend(fontsize=7)
+    ax.set_title("nearmiss batch: wall s per task", fontsize=10)
+    ax.legend(handles=[Patch(color=c, label=s) for s, c in colours.items() if any(r["status"] == s for r in rows)],
+              fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
