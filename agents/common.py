@@ -52,7 +52,8 @@ def emit(node: str, message: str, **data) -> None:
 def runner(state: dict) -> Runner:
     """The ``Runner`` of this run, created (and its suite built) on first use in this process.
 
-    After a resume in a new process the suite is rebuilt: it is deterministic.
+    After a resume in a new process the suite is rebuilt (it is deterministic) and the
+    evaluation count continues from ``state["evaluations"]``.
     """
     run_dir = state["run_dir"]
     r = _RUNNERS.get(run_dir)
@@ -65,6 +66,9 @@ def runner(state: dict) -> Runner:
         splits = {v["id"]: v["split"] for v in state.get("suite") or []}
         for v in r.variants:  # a resumed run keeps the splits triage fitted to the suite budget
             v["split"] = splits.get(v["id"], v["split"])
+        # The state owns the evaluation count: a runner re-created after ``--resume`` in a new
+        # process continues from the checkpointed count, so ``--max-evaluations`` still holds.
+        r.evaluations = int(state.get("evaluations") or 0)
         _RUNNERS[run_dir] = r
     return r
 

@@ -18,7 +18,7 @@ from agents.common import forget_runner, runner_stats, settings, source_hash
 from kb import learn
 from tools.phases import phase
 from tools.records import EvalResult
-from tools.report import SCHEMA, write_run_folder
+from tools.report import Status, build_report, write_run_folder
 from tools.source_edit import unified_diff
 
 
@@ -109,7 +109,7 @@ def _earlier_source(state: dict, h: str) -> str | None:
     return next((f"attempt {a['n']}" for a in state.get("attempts", []) if a.get("source_hash") == h), None)
 
 
-def _finish(state: dict, update: dict, status: str, reason: str, repaired: str | None = None) -> dict:
+def _finish(state: dict, update: dict, status: Status, reason: str, repaired: str | None = None) -> dict:
     state = {**state, **update, "attempts": list(state.get("attempts", [])) + list(update.get("attempts", []))}
     if status == "not_repaired" and any(a.get("audit") == "rejected" for a in state["attempts"]):
         status, reason = "rejected", reason + "; every patch that passed the search suite failed the integrity audit"
@@ -118,7 +118,7 @@ def _finish(state: dict, update: dict, status: str, reason: str, repaired: str |
                                                               "reason": reason}]
     run_dir = state.get("run_dir")
     state["extra"] = {**(state.get("extra") or {}), **(runner_stats(run_dir) if run_dir else {})}
-    report = build_report(state, status, reason, repaired)
+    report = build_report(state, status, reason, repaired, settings(state))
     diff = unified_diff(state.get("candidate_source", ""), repaired) if repaired else ""
     if run_dir:
         with phase("report"):
@@ -126,52 +126,6 @@ def _finish(state: dict, update: dict, status: str, reason: str, repaired: str |
         forget_runner(run_dir)
     return {**update, "verdict": status, "reason": reason, "route": route, "report": report,
             "repaired_source": repaired, "decisions": [report["decisions"][-1]]}
-
-
-def build_report(state: dict, status: str, reason: str, repaired: str | None) -> dict:
-    """The report dict (ARCHITECTURE §3, schema ``nearmiss.report/1``)."""
-    audit = state.get("audit") or {"passed": None, "findings": []}
-    attempts = list(state.get("attempts", []))
-    triage = dict(state.get("triage") or {})
-    triage.pop("eval", None)
-    run_dir = state.get("run_dir")
-    extra = state.get("extra") or {}
-    return {
-        "schema": SCHEMA,
-        "name": state.get("name", ""),
-        "status": status,
-        "reason": reason,
-        "backend": state.get("backend"),
-        "iterations": state.get("iterations", 0),
-        "evaluations": state.get("evaluations", 0),
-        "wall_s": round(time.time() - state.get("started_at", time.time()), 3),
-        "tokens": state.get("tokens") or {"prompt": 0, "completion": 0, "total": 0},
-        "triage": triage,
-        "diagnosis": state.get("diagnosis") or {},
-        "integrity": {"passed": audit.get("passed"), "findings": audit.get("findings", []),
-                      "wall_s": audit.get("wall_s")},
-        "targets": state.get("targets", []),
-        "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
-        "attempts": attempts,
-        "reviews": list(state.get("reviews", [])),
-        "decisions": list(state.get("decisions", [])),
-        "llm": _llm_section(state),
-        "suite_variants": extra.get("suite_variants"),
-        "suite": state.get("suite") or [],
-        "startup_s": extra.get("startup_s"),
-        "startup_s_median": sorted(extra["startup_s"])[len(extra["startup_s"]) // 2] if extra.get("startup_s") else None,
-        "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
-        "error": state.get("error") or None,
-    }
-
-
-def _llm_section(state: dict) -> dict | None:
-    """Endpoint and per-call token records of the LLM patcher, or None when it was never called."""
-    calls = list(state.get("llm_calls", []))
-    if not calls:
-        return None
-    s = settings(state)
-    return {"model": s.llm_model, "base_url": s.llm_base_url, "calls": calls}
 
 
 def _improves(new: tuple[int, float], old: tuple[int, float]) -> bool:

@@ -18,8 +18,9 @@ import sqlite3  # noqa: E402
 import sys  # noqa: E402
 
 from rich.console import Console  # noqa: E402
+from tools.report import EXIT_CODES  # noqa: E402
 
-EXIT = {"repaired": 0, "already_correct": 0, "failing": 1, "not_repaired": 1, "rejected": 1, "invalid_input": 2}
+EXIT = EXIT_CODES
 
 
 class _Parser(argparse.ArgumentParser):

@@ -6,9 +6,70 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from typing import Any, Literal, get_args
 
 SCHEMA = "nearmiss.report/1"
-STATUSES = ("repaired", "already_correct", "failing", "not_repaired", "rejected", "invalid_input")
+Status = Literal["repaired", "already_correct", "failing", "not_repaired", "rejected", "invalid_input"]
+"""A run's verdict (ARCHITECTURE §2-3)."""
+STATUSES: tuple[str, ...] = get_args(Status)
+EXIT_CODES: dict[str, int] = {"repaired": 0, "already_correct": 0, "failing": 1, "not_repaired": 1, "rejected": 1,
+                              "invalid_input": 2}
+"""Process exit code of each verdict (ARCHITECTURE §2): 0 repaired or correct, 1 not, 2 invalid input."""
+
+
+def build_report(state: dict, status: Status, reason: str, repaired: str | None, settings: Any = None) -> dict:
+    """The report dict (ARCHITECTURE §3, schema ``nearmiss.report/1``) of a finished run.
+
+    Args:
+        state: the graph state at the end of the run (``graph.state.State``).
+        status: the verdict, one of ``STATUSES``.
+        reason: the one-line reason of the last decision.
+        repaired: the accepted repair's source, or None.
+        settings: the run's ``graph.context.Settings`` (for the LLM endpoint in the ``llm`` section).
+    """
+    audit = state.get("audit") or {"passed": None, "findings": []}
+    attempts = list(state.get("attempts", []))
+    triage = dict(state.get("triage") or {})
+    triage.pop("eval", None)
+    run_dir = state.get("run_dir")
+    extra = state.get("extra") or {}
+    return {
+        "schema": SCHEMA,
+        "name": state.get("name", ""),
+        "status": status,
+        "reason": reason,
+        "backend": state.get("backend"),
+        "iterations": state.get("iterations", 0),
+        "evaluations": state.get("evaluations", 0),
+        "wall_s": round(time.time() - state.get("started_at", time.time()), 3),
+        "tokens": state.get("tokens") or {"prompt": 0, "completion": 0, "total": 0},
+        "triage": triage,
+        "diagnosis": state.get("diagnosis") or {},
+        "integrity": {"passed": audit.get("passed"), "findings": audit.get("findings", []),
+                      "wall_s": audit.get("wall_s")},
+        "targets": state.get("targets", []),
+        "compile": {"candidate": state.get("compile"), "repair": audit.get("compile") if repaired else None},
+        "attempts": attempts,
+        "reviews": list(state.get("reviews", [])),
+        "decisions": list(state.get("decisions", [])),
+        "llm": _llm_section(state, settings),
+        "suite_variants": extra.get("suite_variants"),
+        "suite": state.get("suite") or [],
+        "startup_s": extra.get("startup_s"),
+        "startup_s_median": sorted(extra["startup_s"])[len(extra["startup_s"]) // 2] if extra.get("startup_s") else None,
+        "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
+        "error": state.get("error") or None,
+    }
+
+
+def _llm_section(state: dict, settings: Any) -> dict | None:
+    """Endpoint and per-call token records of the LLM patcher, or None when it was never called."""
+    calls = list(state.get("llm_calls", []))
+    if not calls:
+        return None
+    return {"model": getattr(settings, "llm_model", None), "base_url": getattr(settings, "llm_base_url", None),
+            "calls": calls}
 
 
 def write_atomic(directory: str, files: dict[str, str]) -> None:
