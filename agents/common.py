@@ -8,6 +8,7 @@ import time
 
 from graph.context import Settings
 from tools.backends import select_backend
+from tools.phases import phase
 from tools.runner import Runner
 
 _RUNNERS: dict[str, Runner] = {}
@@ -60,7 +61,8 @@ def runner(state: dict) -> Runner:
         s = settings(state)
         r = Runner(os.path.join(run_dir, "work"), state["reference_source"], select_backend(s.backend),
                    timeout_s=s.timeout, tolerance=s.tolerance)
-        r.build_suite(state.get("candidate_source", ""))
+        with phase("suite_build"):
+            r.build_suite(state.get("candidate_source", ""))
         splits = {v["id"]: v["split"] for v in state.get("suite") or []}
         for v in r.variants:  # a resumed run keeps the splits triage fitted to the suite budget
             v["split"] = splits.get(v["id"], v["split"])

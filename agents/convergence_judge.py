@@ -16,6 +16,7 @@ import time
 
 from agents.common import forget_runner, runner_stats, settings, source_hash
 from kb import learn
+from tools.phases import phase
 from tools.records import EvalResult
 from tools.report import Status, build_report, write_run_folder
 from tools.source_edit import unified_diff
@@ -50,7 +51,8 @@ def convergence_judge(state: dict) -> dict:
         update["pending_patch"] = None
         update["last_eval"] = None
         if ev.passed and audit.get("passed"):
-            record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
+            with phase("learn"):
+                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
                            repaired=last["source"])
@@ -119,7 +121,8 @@ def _finish(state: dict, update: dict, status: Status, reason: str, repaired: st
     report = build_report(state, status, reason, repaired, settings(state))
     diff = unified_diff(state.get("candidate_source", ""), repaired) if repaired else ""
     if run_dir:
-        write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
+        with phase("report"):
+            write_run_folder(run_dir, report, state.get("candidate_source", ""), repaired, diff)
         forget_runner(run_dir)
     return {**update, "verdict": status, "reason": reason, "route": route, "report": report,
             "repaired_source": repaired, "decisions": [report["decisions"][-1]]}

@@ -12,6 +12,7 @@ import os
 
 from agents.common import runner, settings, source_hash
 from agents.review import review_patch
+from tools.phases import phase
 from tools.report import write_atomic
 
 
@@ -29,7 +30,8 @@ def hardware_runner(state: dict) -> dict:
         if record["action"] == "edit":
             update["tried"] = [source_hash(patch["source"])]
     r = runner(state)
-    ev = r.evaluate(patch["source"], r.ids("search"))
+    with phase("attempt"):
+        ev = r.evaluate(patch["source"], r.ids("search"))
     n = state.get("iterations", 0) + 1
     d = os.path.join(state["run_dir"], "attempts", f"{n:02d}")
     write_atomic(d, {"patch.diff": patch.get("diff", ""), "candidate.py": patch["source"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from agents.common import runner, source_hash
 from tools.diagnostics import diagnosis_of
+from tools.phases import phase
 from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import EvalResult
 
@@ -24,7 +25,8 @@ def instrumentation_planner(state: dict) -> dict:
     if prev.get("source") == key:  # the same source triage (or an earlier round) diagnosed: the same diagnosis
         diag = {**prev, "findings": list(prev.get("findings", []))}
     else:  # an edit changed the candidate: re-diagnose it with the same function on its evaluation
-        diag = diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []), source_key=key)
+        with phase("diagnosis"):
+            diag = diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []), source_key=key)
     update: dict = {"diagnosis": diag, "probe_request": None}
     asked = state.get("probe_request")
     if not asked and "nan_or_inf" not in diag["symptoms"]:
@@ -39,7 +41,8 @@ def instrumentation_planner(state: dict) -> dict:
     if variant not in r.ids():
         diag["findings"].insert(0, f"probe request refused: no variant {variant!r}")
         return update
-    res = r.probe(state["best_source"], variant, req.kernel, req.names, req.program_ids)
+    with phase("diagnosis"):
+        res = r.probe(state["best_source"], variant, req.kernel, req.names, req.program_ids)
     diag["probes"] = {"request": req.model_dump(), "variant": variant, "error": res["error"],
                       "sites": aggregate(res)}
     diag["findings"] = findings(res) + diag["findings"]

@@ -24,6 +24,7 @@ import time
 from agents.common import runner, settings
 from tools.integrity import (audit_candidate, dynamic_findings, process_findings, protected_fingerprint,
                              same_layout_variants)
+from tools.phases import phase
 from tools.records import CompileReport, EvalResult, Finding
 
 
@@ -34,8 +35,10 @@ def integrity_auditor(state: dict) -> dict:
     is_repair = bool(last and last.get("status") == "pass")
     source = last["source"] if is_repair else state["candidate_source"]
     r = runner(state)
-    run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
-                          None if is_repair else same_layout_variants(r.variants))
+    early = _start_compile(r, source, last, state.get("targets", [])) if is_repair else None
+    with phase("audit"):
+        run = audit_candidate(r, source, state.get("reference_source"), state["candidate_source"] if is_repair else None,
+                              None if is_repair else same_layout_variants(r.variants))
     findings: list[Finding] = list(run.findings)
     if is_repair:  # a structural repair of an Ascend resource limit (tiling loop) is not a rewrite
         from tools.ascend_operators import ascend_allowance
@@ -59,7 +62,8 @@ def integrity_auditor(state: dict) -> dict:
     original = CompileReport(**state["compile"]) if state.get("compile") else None
     if is_repair:
         sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
-        comp = r.compile_check(source, list(sigs.values()), state.get("targets", []))
+        with phase("gpu_compile"):  # only the wait: the compile of the search launches overlapped the audit run
+            comp = _finish_compile(r, source, sigs, early, state.get("targets", []))
         findings += compile_findings(comp, original)
     else:  # the original candidate: triage compiled it
         comp = original or CompileReport(targets=[])
@@ -91,6 +95,39 @@ def integrity_auditor(state: dict) -> dict:
         with open(os.path.join(d, "audit.json"), "w") as f:
             json.dump(audit, f, indent=1)
     return {"audit": audit, "evaluations": r.evaluations}
+
+
+def _start_compile(r, source: str, last: dict, targets: list[str]):
+    """Compile the repair's search-suite launches in a thread while the audit run goes on (another warm worker).
+
+    Returns:
+        ``(future, keys of the launches it compiles)``, or None when there is nothing to compile.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", [])}
+    if not targets or not sigs:
+        return None
+    ex = ThreadPoolExecutor(1, thread_name_prefix="nearmiss-compile")
+    fut = ex.submit(r.compile_check, source, list(sigs.values()), targets)
+    ex.shutdown(wait=False)  # the thread ends with the compile; the result waits in the future
+    return fut, set(sigs)
+
+
+def _finish_compile(r, source: str, sigs: dict, early, targets: list[str]) -> CompileReport:
+    """The repair's compile report: the early compile's, plus the held-out launches it did not cover.
+
+    Same results, in the same order, as one ``compile_check`` over ``sigs`` (search launches first).
+    """
+    if early is None:
+        return r.compile_check(source, list(sigs.values()), targets)
+    fut, done = early
+    first = fut.result()
+    rest = [x for k, x in sigs.items() if k not in done]
+    if not rest or first.error:
+        return first
+    more = r.compile_check(source, rest, targets)
+    return CompileReport(targets=targets, results=first.results + more.results, error=more.error)
 
 
 def _log(state: dict, source: str, findings: list[Finding]) -> None:

@@ -17,6 +17,7 @@ from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
 from kb.engine import plan
 from tools.derived import pair_edits
+from tools.phases import phase
 from tools.records import EvalResult
 
 
@@ -43,7 +44,8 @@ def offline_patcher(state: dict) -> dict:
                 "reason": "the candidate does not finish in time; no repair operator addresses a hang"}
     r = runner(state)
     diag = state.get("diagnosis", {})
-    engine = plan(state["best_source"], diag, _tensor_params(state), tried=set(state.get("tried", [])), key=source_hash)
+    with phase("planning"):
+        engine = plan(state["best_source"], diag, _tensor_params(state), tried=set(state.get("tried", [])), key=source_hash)
     patches = engine.patches
     kb = {"patterns": engine.patterns, "learned": len(engine.learned), "retrieval_s": engine.retrieval_s}
     target = diag.get("smallest_failing") or r.smallest(r.ids("search"))
@@ -65,7 +67,8 @@ def offline_patcher(state: dict) -> dict:
         before = r.evaluations
         emit("patcher", f"screening edits {i + 1}-{i + len(batch)} of {len(patches)} on {target}",
              first=i + 1, last=i + len(batch), total=len(patches))
-        results = r.screen([p.source for p in batch], [target])
+        with phase("screening"):
+            results = r.screen([p.source for p in batch], [target])
         budget_left -= r.evaluations - before
         for p, res in zip(batch, results):
             screened.append(source_hash(p.source))

@@ -10,6 +10,7 @@ from tools.backends import BackendUnavailable, select_backend
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
 from tools.diagnostics import diagnosis_of
+from tools.phases import phase
 from tools.replay import replay_command
 from tools.report import write_file_atomic
 from tools.runner import SuiteError
@@ -41,13 +42,16 @@ def triage(state: dict) -> dict:
     for v in r.variants:
         v["replay"] = replay_command(run_dir, v["id"])
     emit("triage", f"suite of {len(r.variants)} variants built; running the candidate on all of them")
-    ev = r.evaluate(state["candidate_source"], r.ids())
+    with phase("triage_eval"):
+        ev = r.evaluate(state["candidate_source"], r.ids())
     moved = fit_budget(r.variants, {v.variant_id: v.wall_s for v in ev.variants},
                        {v.variant_id for v in ev.variants if v.status == "pass"}, s.suite_budget)
     search = ev.subset(r.ids("search"))  # the best evaluation the loop compares against
-    comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
-    diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]),
-                        state["candidate_source"])
+    with phase("gpu_compile"):
+        comp = r.compile_check(state["candidate_source"], ev.launch_signatures, tgts)
+    with phase("diagnosis"):
+        diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]),
+                            state["candidate_source"])
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.

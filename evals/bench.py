@@ -1,7 +1,12 @@
 """Benchmark: run the debugger on every case of ``evals/cases`` and print Debug Pass@1.
 
 Usage: ``python -m evals.bench [--cases DIR] [--limit N] [--extra "ARGS"] [--suite-only]
-[--patcher auto|patterns|llm] [--mode debug|regenerate] [--k 3]``
+[--patcher auto|patterns|llm] [--mode debug|regenerate] [--k 3] [--profile]``
+
+With ``--profile`` it also prints the seconds of each phase of every run (``phases`` of
+report.json, ``tools.phases``) per case and as a median, with the ratio of the run's wall
+time to one warm full-suite evaluation of the candidate (its ``triage_eval`` phase), and
+writes ``evals/results/profile.md`` and ``profile.json`` (``--out X.json``: ``X-profile.*``).
 
 With ``--suite-only`` it repairs nothing: per case it prints the suite size, the time to
 evaluate the candidate on it and the evaluation overhead (``evals.suite_timing``), and writes
@@ -62,7 +67,8 @@ def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict
             r = json.load(f)
         row.update(status=r["status"], attempts=r["iterations"], evaluations=r["evaluations"],
                    operators=[a["operator"] for a in r["attempts"]], startup_s=r.get("startup_s"),
-                   tokens=r["tokens"]["total"])
+                   tokens=r["tokens"]["total"], phases=(r.get("phases") or {}).get("total_s"),
+                   fault_class=((r.get("diagnosis") or {}).get("fault_class") or {}).get("name"))
     return row
 
 
@@ -79,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="regenerate: also k fresh generations per case from the same model, compared with debug")
     ap.add_argument("--k", type=int, default=3, help="generations per case in --mode regenerate")
     ap.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None, help="passed to graph.run")
+    ap.add_argument("--profile", action="store_true",
+                    help="print the seconds of each phase per case and their median; write evals/results/profile.md "
+                         "and profile.json (or beside --out)")
     a = ap.parse_args(argv)
     extra = a.extra.split() + (["--patcher", a.patcher] if a.patcher else [])
     if not a.suite_only and (a.mode == "regenerate" or a.patcher in ("llm", "auto")):
@@ -122,6 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"Debug Pass@1 = {summary['pass_at_1']:.3f}; median wall {summary['median_wall_s']:.1f} s per case; "
                   f"median sandbox start-up {summary['median_startup_s']:.2f} s per process")
     _write(a.out, summary)
+    if a.profile:
+        from evals.profile import profile_tables
+
+        default = os.path.join(HERE, "results", "latest.json")
+        base = os.path.join(HERE, "results", "profile") if a.out == default else os.path.splitext(a.out)[0] + "-profile"
+        md, prof = profile_tables(rows)
+        console.print(md, markup=False, highlight=False)
+        _write(base + ".json", prof)
+        with open(base + ".md", "w") as f:
+            f.write(md)
+        console.print(f"profile written to {base}.md and {base}.json")
     rc = 0
     if a.mode == "regenerate":
         from evals.regenerate import compare

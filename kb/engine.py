@@ -20,6 +20,7 @@ from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
 from tools.derived import derive
 from tools.mutations import MUTATIONS, mutate
+from tools.phases import phase
 from tools.operators import OPERATORS, Context, analyse, matches
 from tools.records import Patch
 
@@ -111,7 +112,8 @@ def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
     Raises:
         SyntaxError: the source does not parse.
     """
-    learned, hits, dense = retrieve(diagnosis, infer_categories(source), store)
+    with phase("retrieval"):
+        learned, hits, dense = retrieve(diagnosis, infer_categories(source), store)
     ctx = analyse(source, tensor_params)
     memo: dict[str, list[Patch]] = {}  # each operator runs once; patterns filter its patches by their params
     out = []

@@ -139,6 +139,14 @@ def cache_key(module_source: str, launch: dict, target: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def _kernel_key(fn) -> str | None:
+    """Triton's dependency hash of a jit function, or None when it cannot be computed."""
+    try:
+        return "triton:" + str(fn.cache_key)
+    except Exception:  # noqa: BLE001 - fall back to the module source
+        return None
+
+
 def signature_key(launch: dict) -> str:
     """Short stable key of a launch signature (dtypes, constexprs, divisibility), for matching compiles."""
     blob = json.dumps([launch["signature"], launch["constexprs"], sorted(launch["divisible"])], sort_keys=True)
@@ -227,8 +235,11 @@ def compile_all(module, module_source: str, launches: list[dict], targets: list[
                 cache_dir: str | None) -> list[dict]:
     """Compile every distinct recorded launch of a module's kernels for every target, with a disk cache.
 
-    The cache key hashes the whole module source (helpers called by a kernel are part of
-    what compiles), the launch signature and the target.
+    The cache key hashes what compiles: Triton's own dependency hash of the kernel
+    (``JITFunction.cache_key``: its source, start line, the jit functions it calls and the
+    constexpr globals it reads), else the whole module source, with the launch signature and
+    the target. So an edit outside the kernel (the launcher's grid, a host-side scale)
+    reuses the compiles of the candidate: each distinct specialisation compiles once per target.
     """
     out = []
     for launch in launches:
@@ -240,7 +251,7 @@ def compile_all(module, module_source: str, launches: list[dict], targets: list[
                         "error": "not a module-level @triton.jit function: compile check skipped"})
             continue
         for target in targets:
-            key = cache_key(module_source, launch, target)
+            key = cache_key(_kernel_key(fn) or module_source, launch, target)
             path = os.path.join(cache_dir, key + ".json") if cache_dir else None
             if path and os.path.exists(path):
                 with open(path) as f:

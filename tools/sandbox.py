@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tools.phases import phase
+
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Environment variables copied into the child; everything else (API keys, tokens) is dropped.
@@ -455,7 +457,8 @@ def run_worker(args: list[str], job: dict, env_extra: dict[str, str], timeout_s:
     data = buf.getvalue()
     cpu_s = int(timeout_s * (PROGRESS_CAP if progress else 1) * 2) + 10
     if warm and WARM_ENABLED and not gpu:
-        pool = WarmPool.get(env_extra, rw_binds)
+        with phase("worker_start"):  # waits only while the warm worker is still starting
+            pool = WarmPool.get(env_extra, rw_binds)
         if pool is not None:
             res = pool.run(args, data, env_extra, _progress_waiter, timeout_s, progress, memory_bytes, cpu_s,
                            file_bytes)
