@@ -100,15 +100,23 @@ def config_from_env(model: str | None = None, base_url: str | None = None, timeo
                      replay=replay)
 
 
-def make_chat_model(cfg: LLMConfig):
-    """A ``ChatOpenAI`` for the endpoint (temperature 0, non-streaming), recording or replaying per ``cfg``."""
+def make_chat_model(cfg: LLMConfig, temperature: float = 0.0, seed: int | None = None):
+    """A ``ChatOpenAI`` for the endpoint (non-streaming), recording or replaying per ``cfg``.
+
+    Args:
+        cfg: the endpoint.
+        temperature: sampling temperature (0: greedy, the patcher's default).
+        seed: sampling seed sent with each request (servers that honour it, e.g. llama.cpp and
+            vLLM, then give distinct but reproducible samples per seed), or None to send none.
+    """
     from langchain_openai import ChatOpenAI
 
     from tools.llm_record import http_client
 
     client = http_client(cfg.record, cfg.replay, cfg.timeout_s)
     return ChatOpenAI(model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout_s,
-                      max_retries=cfg.max_retries, max_tokens=cfg.max_tokens, temperature=0.0,
+                      max_retries=cfg.max_retries, max_tokens=cfg.max_tokens, temperature=temperature,
+                      **({"seed": seed} if seed is not None else {}),
                       **({"http_client": client} if client is not None else {}))
 
 
