@@ -128,6 +128,8 @@ def handle_chat(engine: Engine, body: dict) -> tuple[int, dict]:
                            f"{n_prompt + max_tokens} tokens ({n_prompt} in the messages, {max_tokens} in the "
                            "completion). Please reduce the length of the messages or completion.",
                       "invalid_request_error", "context_length_exceeded")
+    sys.stderr.write(f"llm_server: decoding: {n_prompt} prompt tokens, up to {max_tokens} completion tokens\n")
+    sys.stderr.flush()
     stop = body.get("stop") or []
     stop = [stop] if isinstance(stop, str) else list(stop)
     answer, n_out = engine.complete(text, max_tokens, float(body.get("temperature") or 0.0),
