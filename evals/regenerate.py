@@ -255,7 +255,8 @@ def compare_table(s: dict) -> str:
         return "n/a (no success)" if x is None else f"{x:,.0f}{unit}"
 
     k, d, r = s["k"], s["debug"], s["regenerate"]
-    head = ["method"] + [f"Pass@{j}" for j in range(1, k + 1)] +         ["successes / runs", "tokens per success", "wall per success", "tokens (all)", "wall (all)"]
+    head = (["method"] + [f"Pass@{j}" for j in range(1, k + 1)]
+            + ["successes / runs", "tokens per success", "wall per success", "tokens (all)", "wall (all)"])
     rows = [
         ["Debug (offline engine, then the model)", f"{d['pass_at_1']:.3f}"] + ["-"] * (k - 1) +
         [f"{d['successes']} / {d['runs']}", per(d["tokens_per_success"]), per(d["wall_per_success_s"], " s"),

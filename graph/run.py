@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             "suite_budget": args.suite_budget,
             "targets": args.targets, "review": args.review,
             "llm_record": args.llm_record and os.path.abspath(args.llm_record),
-            "llm_replay": args.llm_replay and os.path.abspath(args.llm_replay)}.items() if v is not None and v is not False})
+            "llm_replay": args.llm_replay and os.path.abspath(args.llm_replay)}.items()
+            if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 

@@ -63,7 +63,7 @@ def packaged_model() -> str:
 def available() -> str | None:
     """None when the server can start here, else the reason (missing binding or model)."""
     if importlib.util.find_spec("cyllama") is None:
-        return "cyllama (prebuilt llama.cpp) is not installed: `pip install cyllama` or NEARMISS_LLM_SERVER=1 bash scripts/setup.sh"
+        return "cyllama (prebuilt llama.cpp) is not installed: NEARMISS_LLM_SERVER=1 bash scripts/setup.sh"
     try:
         packaged_model()
     except ServerSetupError as e:
