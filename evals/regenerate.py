@@ -289,8 +289,13 @@ def compare_plot(s: dict, path: str) -> None:
     a.legend()
     for ax, key, title in ((b, "tokens_per_success", "Tokens per success"),
                            (c, "wall_per_success_s", "Wall seconds per success")):
-        ax.bar(["Debug", "Regenerate"], [d[key] or 0, r[key] or 0], color=["tab:green", "tab:gray"])
-        ax.set_title(title + " (0: no success)")
+        vals = [d[key], r[key]]
+        ax.bar(["Debug", "Regenerate"], [v or 0 for v in vals], color=["tab:green", "tab:gray"])
+        top = max([v or 0 for v in vals] + [1])
+        ax.set_ylim(0, top * 1.15)
+        for i, v in enumerate(vals):
+            ax.text(i, top * 0.02, "no success" if v is None else f"{v:,.0f}", ha="center", va="bottom", fontsize=9)
+        ax.set_title(title)
     fig.suptitle(s["model"], fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
