@@ -34,7 +34,8 @@ def llm_patcher(state: dict) -> dict:
                 "llm_calls": calls, "llm_notes": notes, "engine": "llm"}
 
     try:
-        cfg = config_from_env(s.llm_model, s.llm_base_url, s.llm_timeout, s.llm_max_retries, s.llm_max_tokens)
+        cfg = config_from_env(s.llm_model, s.llm_base_url, s.llm_timeout, s.llm_max_retries, s.llm_max_tokens,
+                              record=s.llm_record, replay=s.llm_replay)
     except LLMConfigError as e:
         return stop(str(e))
     if time.time() - state.get("started_at", time.time()) > s.time_budget:

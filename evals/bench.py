@@ -81,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra", default="", help="arguments passed to graph.run")
     ap.add_argument("--out", default=None, help="result file (default evals/results/latest.json)")
     ap.add_argument("--suite-only", action="store_true", help="time the suite per case; repair nothing")
-    ap.add_argument("--mode", choices=["debug", "regenerate"], default="debug",
-                    help="regenerate: also k fresh generations per case from the same model, compared with debug")
+    ap.add_argument("--mode", choices=["debug", "regenerate", "compare"], default="debug",
+                    help="regenerate: also k fresh generations per case from the same model, compared with debug; "
+                         "compare: Debug with --patcher auto (offline engine, then the model) against Regenerate "
+                         "Pass@1..k, tokens and wall per success (evals.regenerate.compare_mode)")
     ap.add_argument("--k", type=int, default=3, help="generations per case in --mode regenerate")
     ap.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None, help="passed to graph.run")
     ap.add_argument("--profile", action="store_true",
@@ -90,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                          "and profile.json (or beside --out)")
     a = ap.parse_args(argv)
     extra = a.extra.split() + (["--patcher", a.patcher] if a.patcher else [])
-    if not a.suite_only and (a.mode == "regenerate" or a.patcher in ("llm", "auto")):
+    if a.mode == "compare":  # the Debug arm: offline engine first, then the same model
+        extra = a.extra.split() + ["--patcher", "auto"]
+    if not a.suite_only and (a.mode in ("regenerate", "compare") or a.patcher in ("llm", "auto")):
         from tools.llm import LLMConfigError, config_from_env
 
         try:
@@ -147,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         from evals.regenerate import compare
 
         rc = compare(a.cases, names, rows, work, a.k, a.extra.split(), a.timeout, a.out, a.patcher, console)
+    elif a.mode == "compare":
+        from evals.regenerate import compare_mode
+
+        rc = compare_mode(a.cases, names, rows, work, a.k, a.extra.split(), a.timeout, a.out, console)
     shutil.rmtree(work, ignore_errors=True)
     return rc
 

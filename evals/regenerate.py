@@ -32,9 +32,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def regenerate_case(case_dir: str, work: str, error: str, k: int, model, extra: list[str], timeout: float) -> dict:
     """Generate and evaluate ``k`` fresh candidates for one case.
 
+    Args:
+        model: a chat model, or a list of ``k`` (one per generation, e.g. distinct sampling seeds).
+
     Returns:
-        ``{"case", "k", "successes", "tokens", "generations": [{"status", "tokens", "error"}]}``.
+        ``{"case", "k", "successes", "tokens", "wall_s", "generations": [{"status", "tokens", "error",
+        "wall_s"}]}``; ``wall_s`` counts the model call and the evaluation, in seconds.
     """
+    import time
+
+    models = model if isinstance(model, list) else [model] * k
     name = os.path.basename(case_dir.rstrip("/"))
     with open(os.path.join(case_dir, "reference.py")) as f:
         reference = f.read()
@@ -43,16 +50,18 @@ def regenerate_case(case_dir: str, work: str, error: str, k: int, model, extra: 
     gens = []
     for i in range(k):
         g = {"tokens": 0, "status": "no_answer", "error": ""}
+        t0 = time.monotonic()
         try:
-            res = call(model, messages)
+            res = call(models[i], messages)
         except LLMCallError as e:
-            g["error"] = str(e)
+            g.update(error=str(e), wall_s=round(time.monotonic() - t0, 1))
             gens.append(g)
             continue
         g["tokens"] = res.total_tokens
         source = whole_file(res.text)
         if source is None:
-            g.update(status="no_file", error="the answer holds no python block defining ModelNew")
+            g.update(status="no_file", error="the answer holds no python block defining ModelNew",
+                     wall_s=round(time.monotonic() - t0, 1))
             gens.append(g)
             continue
         task = os.path.join(work, f"regen-{name}-{i}")
@@ -71,9 +80,11 @@ def regenerate_case(case_dir: str, work: str, error: str, k: int, model, extra: 
                 g["error"] = (rep.get("reason") or p.stderr.strip()[-200:])[:200]
         except subprocess.TimeoutExpired:
             g["status"] = "timeout"
+        g["wall_s"] = round(time.monotonic() - t0, 1)
         gens.append(g)
     ok = sum(g["status"] == "already_correct" and g.get("exit") == 0 for g in gens)
-    return {"case": name, "k": k, "successes": ok, "tokens": sum(g["tokens"] for g in gens), "generations": gens}
+    return {"case": name, "k": k, "successes": ok, "tokens": sum(g["tokens"] for g in gens),
+            "wall_s": round(sum(g.get("wall_s", 0.0) for g in gens), 1), "generations": gens}
 
 
 def summarise(debug_rows: list[dict], regen_rows: list[dict], k: int, patcher: str | None) -> dict:
@@ -180,3 +191,154 @@ def _error_summary(report_path: str) -> str:
     tri = rep.get("triage") or {}
     findings = (rep.get("diagnosis") or {}).get("findings", [])[:6]
     return "\n".join([f"{tri.get('classification', '')}: {tri.get('summary', '')}"] + [f"- {x}" for x in findings])
+
+
+# --- --mode compare: Debug (offline engine, then the model) against Regenerate, Pass@1..k, per success ----------
+
+#: Sampling temperature of the regenerate arm in --mode compare: Pass@k needs distinct samples (Chen et al. 2021
+#: sample at T = 0.2 for pass@1 and 0.8 for pass@100; we use 0.8 for k <= 10, a choice, not a tuned value).
+REGEN_TEMPERATURE = 0.8
+
+
+def pass_at(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one problem with ``c`` successes among ``n`` samples.
+
+    ``1 - C(n-c, k) / C(n, k)``: Chen et al. 2021, "Evaluating Large Language Models Trained on
+    Code", eq. 1 (numerically stable product form of their Figure 3).
+
+    Raises:
+        ValueError: ``k`` is not in ``1..n`` or ``c`` not in ``0..n``.
+    """
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def compare_summary(debug_rows: list[dict], regen_rows: list[dict], k: int, model: str) -> dict:
+    """The comparison figures of both arms over the same cases.
+
+    Debug is one run per case (greedy, deterministic), so its Pass@1 is the success fraction and
+    it has no Pass@k. Regenerate's Pass@j (j = 1..k) is the mean over cases of ``pass_at(k, c, j)``.
+    Per success: all tokens (prompt + completion, as the server reported them, failures included)
+    and all wall seconds of the arm, divided by its successes (None without success).
+    """
+    n = len(regen_rows) or 1
+    d_ok = sum(r["status"] == "repaired" and r["exit"] == 0 for r in debug_rows)
+    d_tok = sum(r.get("tokens") or 0 for r in debug_rows)
+    d_wall = sum(r.get("wall_s") or 0.0 for r in debug_rows)
+    r_ok = sum(r["successes"] for r in regen_rows)
+    r_tok = sum(r["tokens"] for r in regen_rows)
+    r_wall = sum(r.get("wall_s") or 0.0 for r in regen_rows)
+    return {
+        "k": k, "cases": len(regen_rows), "model": model,
+        "debug": {"patcher": "auto", "pass_at_1": d_ok / n, "successes": d_ok, "runs": len(debug_rows),
+                  "tokens": d_tok, "wall_s": round(d_wall, 1),
+                  "tokens_per_success": d_tok / d_ok if d_ok else None,
+                  "wall_per_success_s": d_wall / d_ok if d_ok else None},
+        "regenerate": {"temperature": REGEN_TEMPERATURE,
+                       "pass_at": {str(j): sum(pass_at(r["k"], r["successes"], j) for r in regen_rows) / n
+                                   for j in range(1, k + 1)},
+                       "successes": r_ok, "generations": sum(r["k"] for r in regen_rows), "tokens": r_tok,
+                       "wall_s": round(r_wall, 1), "tokens_per_success": r_tok / r_ok if r_ok else None,
+                       "wall_per_success_s": r_wall / r_ok if r_ok else None},
+    }
+
+
+def compare_table(s: dict) -> str:
+    """Markdown: one row per arm, columns Pass@1..Pass@k, tokens and wall per success, raw totals."""
+    def per(x, unit=""):
+        return "n/a (no success)" if x is None else f"{x:,.0f}{unit}"
+
+    k, d, r = s["k"], s["debug"], s["regenerate"]
+    head = (["method"] + [f"Pass@{j}" for j in range(1, k + 1)]
+            + ["successes / runs", "tokens per success", "wall per success", "tokens (all)", "wall (all)"])
+    rows = [
+        ["Debug (offline engine, then the model)", f"{d['pass_at_1']:.3f}"] + ["-"] * (k - 1) +
+        [f"{d['successes']} / {d['runs']}", per(d["tokens_per_success"]), per(d["wall_per_success_s"], " s"),
+         f"{d['tokens']:,}", f"{d['wall_s']:,.0f} s"],
+        [f"Regenerate (k={k}, T={r['temperature']})"] + [f"{r['pass_at'][str(j)]:.3f}" for j in range(1, k + 1)] +
+        [f"{r['successes']} / {r['generations']}", per(r["tokens_per_success"]), per(r["wall_per_success_s"], " s"),
+         f"{r['tokens']:,}", f"{r['wall_s']:,.0f} s"],
+    ]
+    lines = [f"Model `{s['model']}`, {s['cases']} cases.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(x) + " |" for x in rows])
+
+
+def compare_plot(s: dict, path: str) -> None:
+    """PNG (matplotlib Agg): Pass@j of both arms, tokens per success, wall per success."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k, d, r = s["k"], s["debug"], s["regenerate"]
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 3.6))
+    js = list(range(1, k + 1))
+    a.plot(js, [r["pass_at"][str(j)] for j in js], "o-", color="tab:gray", label="Regenerate")
+    a.plot([1], [d["pass_at_1"]], "s", color="tab:green", markersize=9, label="Debug")
+    a.set_xticks(js)
+    a.set_ylim(-0.02, 1.02)
+    a.set_xlabel("k")
+    a.set_title(f"Pass@k ({s['cases']} cases)")
+    a.legend()
+    for ax, key, title in ((b, "tokens_per_success", "Tokens per success"),
+                           (c, "wall_per_success_s", "Wall seconds per success")):
+        vals = [d[key], r[key]]
+        ax.bar(["Debug", "Regenerate"], [v or 0 for v in vals], color=["tab:green", "tab:gray"])
+        top = max([v or 0 for v in vals] + [1])
+        ax.set_ylim(0, top * 1.15)
+        for i, v in enumerate(vals):
+            ax.text(i, top * 0.02, "no success" if v is None else f"{v:,.0f}", ha="center", va="bottom", fontsize=9)
+        ax.set_title(title)
+    fig.suptitle(s["model"], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def compare_mode(cases: str, names: list[str], debug_rows: list[dict], work: str, k: int, extra: list[str],
+                 timeout: float, out_json: str, console) -> int:
+    """``--mode compare``: regenerate ``k`` samples per case and write the comparison with the debug rows.
+
+    The regenerate arm samples at ``REGEN_TEMPERATURE`` with seed ``i`` for generation ``i``
+    (distinct, reproducible samples). Writes ``<out>.md``, ``<out>.png`` and adds ``compare``
+    and ``regenerate_rows`` to ``out_json``.
+
+    Returns:
+        0, or 2 when the LLM endpoint is not configured (one line on stderr).
+    """
+    from tools.llm import LLMConfigError
+
+    try:
+        cfg = config_from_env(timeout_s=float(os.environ.get("NEARMISS_LLM_TIMEOUT", 120)),
+                              max_retries=int(os.environ.get("NEARMISS_LLM_MAX_RETRIES", 2)),
+                              max_tokens=int(os.environ.get("NEARMISS_LLM_MAX_TOKENS", 2048)))
+    except LLMConfigError as e:
+        print(f"error: --mode compare: {e}", file=sys.stderr)
+        return 2
+    models = [make_chat_model(cfg, temperature=REGEN_TEMPERATURE, seed=i) for i in range(k)]
+    regen = []
+    for name in names:
+        error = _error_summary(os.path.join(work, "out-" + name, "report.json"))
+        regen.append(regenerate_case(os.path.join(cases, name), work, error, k, models, extra, timeout))
+        console.print(f"{name}: regenerate {regen[-1]['successes']}/{k} ({regen[-1]['wall_s']} s)", style="dim")
+    s = compare_summary(debug_rows, regen, k, cfg.model)
+    table = compare_table(s)
+    print(table)
+    stem = os.path.splitext(out_json)[0]
+    with open(stem + ".md", "w") as f:
+        f.write(table + "\n")
+    compare_plot(s, stem + ".png")
+    with open(out_json) as f:
+        data = json.load(f)
+    data.update(compare=s, regenerate_rows=regen)
+    with open(out_json, "w") as f:
+        json.dump(data, f, indent=1)
+    console.print(f"wrote {stem}.md, {stem}.png, {out_json}", style="dim")
+    return 0

@@ -43,6 +43,10 @@ class Settings:
                                  metadata={"description": "client retries on timeouts, 429 and 5xx"})
     llm_max_tokens: int = field(default_factory=lambda: _env("NEARMISS_LLM_MAX_TOKENS", 2048),
                                 metadata={"description": "completion tokens per LLM call"})
+    llm_record: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_RECORD", None), metadata={
+        "description": "folder to record every LLM request and response into (tools.llm_record)"})
+    llm_replay: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_REPLAY", None), metadata={
+        "description": "folder of recorded LLM exchanges to answer from, with no server"})
     llm_answers: int = field(default=3, metadata={
         "description": "answers asked per patcher turn before giving up, each invalid one fed back with its error"})
     llm_probes: int = field(default=2, metadata={"description": "probe requests granted per run"})

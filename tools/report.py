@@ -68,8 +68,16 @@ def _llm_section(state: dict, settings: Any) -> dict | None:
     calls = list(state.get("llm_calls", []))
     if not calls:
         return None
-    return {"model": getattr(settings, "llm_model", None), "base_url": getattr(settings, "llm_base_url", None),
-            "calls": calls}
+    model, replay = getattr(settings, "llm_model", None), getattr(settings, "llm_replay", None)
+    if replay and not model:  # a replayed run names the model of the recording
+        from tools.llm_record import ReplayError, recorded_model
+
+        try:
+            model = recorded_model(replay)
+        except ReplayError:
+            pass
+    return {"model": model, "base_url": getattr(settings, "llm_base_url", None),
+            "record": getattr(settings, "llm_record", None), "replay": replay, "calls": calls}
 
 
 def write_atomic(directory: str, files: dict[str, str]) -> None:
