@@ -18,7 +18,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch first, pinned to the CPU build this machine keeps on disk (a bare "torch" pulls a multi-GB CUDA build)
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[dev]"
+.venv/bin/python -m pip install -q -e ".[dev,ray]"
 # Ascend environment: triton-ascend installs under the import name "triton", so it gets its own
 # virtual environment, used only by the Ascend compile worker (tools.ascend_compile). No torch,
 # and never torch-npu (without CANN it breaks "import torch"). ~720 MB, about a minute.
