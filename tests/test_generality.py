@@ -193,3 +193,11 @@ def test_derive_shrunk_gives_the_shrunk_variants_with_reference_outputs():
     assert meta["m0/40->20"]["shapes"] == [[8, 20], [20]] and meta["m0/8->4"]["split"] == "minimised"
     x, w = next(v["inputs"] for v in inputs if v["id"] == "m0/40->20")
     assert torch.allclose(exp["m0/40->20"]["out"], x * w) and "default/seed1" not in exp  # only the new variants
+
+
+def test_offset_compare_edit_takes_a_chunk_offset_out_of_a_mask():
+    src = ROW_CAND.replace("    cols = tl.arange(0, BLOCK)\n    m = cols < n_cols",
+                           "    cols = n_off + tl.arange(0, BLOCK)\n    m = cols < n_cols").replace(
+        "def k(x_ptr, y_ptr, n_cols,", "def k(x_ptr, y_ptr, n_cols, n_off,")
+    ps = [p for p in derive(src, {"symptoms": ["past_block_boundary"]}) if p.params.get("kind") == "offset_compare"]
+    assert len(ps) == 1 and "m = cols - n_off < n_cols" in ps[0].source

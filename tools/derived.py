@@ -19,7 +19,9 @@ candidate has in scope, never from a list of known kernels:
   (``tl.where(d == 0, 1.0, d)``, or ``tl.maximum(d, eps)`` with an ``eps`` in scope);
 - ``rank_unpack``: ``a, b, c = x.shape`` with the last (or first) name absorbing extra
   dimensions (inputs of another rank);
-- ``reduce_axis``: a whole-tile reduction of a 2-D tile made per row (several rows per tile).
+- ``reduce_axis``: a whole-tile reduction of a 2-D tile made per row (several rows per tile);
+- ``offset_compare``: a bound compared against an index that carries a scalar offset (a chunk
+  start) compared without it.
 
 Every edit is one minimal span replacement or one inserted line (``tools.source_edit``);
 the search (``agents.patcher``) keeps an edit only when a run says it helps, and the
@@ -408,6 +410,40 @@ def reduce_axis_edits(ctx: Context) -> list[Patch]:
     return out[:MAX_PER_FAMILY]
 
 
+def _addends(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _addends(node.left) + _addends(node.right)
+    return [node]
+
+
+def offset_compare_edits(ctx: Context) -> list[Patch]:
+    """A bound compared against an index that carries a scalar offset: the offset taken out.
+
+    ``idx = OFFSET + pid * B + tl.arange(0, B)`` then ``idx < n``: right only while ``OFFSET``
+    is 0 (the first chunk); ``idx - OFFSET < n`` compares the position within the chunk.
+    """
+    out: list[Patch] = []
+    for k in ctx.kernels:
+        scalars = set(_scalars(k))
+        rhs = {}
+        for n in ast.walk(k.node):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                rhs[n.targets[0].id] = n.value
+        for n in ast.walk(k.node):
+            if not (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.left, ast.Name)
+                    and n.left.id in rhs):
+                continue
+            for a in _addends(rhs[n.left.id]):
+                if isinstance(a, ast.Name) and a.id in scalars:
+                    new = f"{n.left.id} - {a.id}"
+                    p = _patch(ctx, "derived_offset_compare", f"line {n.lineno}: compare {new} (the index carries "
+                               f"the offset {a.id})", n.left, ctx.sm.replace(n.left, new),
+                               {"kind": "offset_compare", "offset": a.id})
+                    if p:
+                        out.append(p)
+    return out[:MAX_PER_FAMILY]
+
+
 def _measured_scale(diagnosis: dict) -> float | None:
     for loc in diagnosis.get("localisation", []):
         if loc.get("name") == "scaled":
@@ -443,6 +479,8 @@ def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None,
     families.append(stride_arg_edits(ctx))
     if symptoms & {"other_rank", "runtime_error"}:
         families.append(rank_unpack_edits(ctx))
+    if symptoms & {"past_block_boundary", "stale_tail", "tail_only", "unaligned_size"}:
+        families.append(offset_compare_edits(ctx))
     if symptoms & {"small_sizes", "unaligned_size", "fails_on_default"}:
         families.append(reduce_axis_edits(ctx))
     if scale is not None or symptoms & {"row_scaled", "scaled"}:
