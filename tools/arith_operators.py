@@ -1,6 +1,6 @@
 """Repair operators for arithmetic: eps placement, constants, variance normaliser, scans, empty-chunk guards.
 
-Registered in ``tools.operators.OPERATORS``; each proposes single edits found in the AST.
+Composed into ``tools.operators.OPERATORS``; each proposes single edits found in the AST.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import math
 
-from tools.operators import OPERATORS, Context, _calls, _is_tl, _length_params, _names, _patch
+from tools.operator_base import Context, _calls, _is_tl, _length_params, _names, _patch
 from tools.records import Patch
 
 #: Constants kernels write as literals, by name. Sources: log2(e) and ln(2) for exp2-based
@@ -169,4 +169,3 @@ ARITH_OPERATORS = {
     "scan_exclusive": op_scan_exclusive,
     "empty_chunk_guard": op_empty_chunk_guard,
 }
-OPERATORS.update(ARITH_OPERATORS)

@@ -47,9 +47,8 @@ import sys
 import tempfile
 import time
 
-#: ``--targets`` name -> bishengir/triton-ascend SoC name. Both are Atlas A2 training parts
-#: (``bishengir-compile --help`` lists the accepted ``--target`` values).
-ASCEND_TARGETS = {"ascend910b3": "Ascend910B3", "ascend910b4": "Ascend910B4"}
+from tools.gpu_compile import ASCEND_TARGETS
+
 #: Largest grid product (programs per launch). Source: triton-ascend programming guide (see module docstring).
 GRID_LIMIT = 65535
 #: Unified Buffer bytes of an Atlas A2 (910B) AI core: 1572864 bits, as bishengir-compile reports it.

@@ -24,7 +24,7 @@ import ast
 import math
 import re
 
-from tools.operators import OPERATORS, Context, _is_tl, _names, _patch
+from tools.operator_base import Context, _is_tl, _names, _patch
 from tools.records import Patch
 
 #: Row tile sizes tried by ``ub_row_tiling`` (elements), largest first.
@@ -372,8 +372,9 @@ def op_grid_stride_loop(ctx: Context) -> list[Patch]:
     return out
 
 
-OPERATORS.update({"ub_block_shrink": op_ub_block_shrink, "ub_row_tiling": op_ub_row_tiling,
-                  "dot_tile_shrink": op_dot_tile_shrink, "grid_stride_loop": op_grid_stride_loop})
+#: The Ascend resource repairs by id (composed into ``tools.operators.OPERATORS``).
+ASCEND_OPERATORS = {"ub_block_shrink": op_ub_block_shrink, "ub_row_tiling": op_ub_row_tiling,
+                    "dot_tile_shrink": op_dot_tile_shrink, "grid_stride_loop": op_grid_stride_loop}
 
 #: Ascend finding kind -> operators that answer it, in order.
 KIND_OPERATORS = {"ub_overflow": ("ub_block_shrink", "ub_row_tiling"), "l0c_overflow": ("dot_tile_shrink",),
@@ -429,7 +430,7 @@ def ascend_plan(ctx: Context, diagnosis: dict) -> list[Patch]:
     for f in diagnosis.get("ascend") or []:
         want = _wanted_factor(f.get("needed_bytes"), f.get("limit_bytes"))
         for op in KIND_OPERATORS.get(f["kind"], ()):
-            patches = OPERATORS[op](ctx)
+            patches = ASCEND_OPERATORS[op](ctx)
             if op == "ub_block_shrink":
                 patches.sort(key=lambda p: 0 if _factor(ctx, p) == want else 1)
             elif op == "dot_tile_shrink":

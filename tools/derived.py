@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 import math
 
-from tools.operators import Context, Kernel, _calls, _kw, _names, _patch, analyse
+from tools.operator_base import Context, Kernel, _calls, _kw, _names, _patch, analyse
 from tools.records import Patch
 
 #: log2(e) and ln(2): the factors between exp and exp2 domains (``exp(x) = exp2(x * log2(e))``).

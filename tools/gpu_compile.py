@@ -29,6 +29,9 @@ DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "
           "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
 #: Triton specialises pointers and integers divisible by 16 (tt.divisibility = 16). Source: triton/runtime/jit.py.
 DIVISIBILITY = 16
+#: ``--targets`` name -> bishengir/triton-ascend SoC name (compiled by ``tools.ascend_compile``). Both are
+#: Atlas A2 training parts (``bishengir-compile --help`` lists the accepted ``--target`` values).
+ASCEND_TARGETS = {"ascend910b3": "Ascend910B3", "ascend910b4": "Ascend910B4"}
 _TARGET_RE = re.compile(r"^(sm_(\d+)a?|gfx[0-9a-f]+)$")
 
 
@@ -39,7 +42,7 @@ class TargetError(Exception):
 def parse_targets(text: str | None, local: str | None = None) -> list[str]:
     """Parse ``--targets`` (``sm_80,sm_90,gfx942,ascend910b3``; ``none`` for no compile check).
 
-    Ascend names (``tools.ascend_compile.ASCEND_TARGETS``) are compiled by ``tools.ascend_compile``
+    Ascend names (````ASCEND_TARGETS````) are compiled by ``tools.ascend_compile``
     in the Ascend environment; the others here.
 
     Args:
@@ -56,7 +59,6 @@ def parse_targets(text: str | None, local: str | None = None) -> list[str]:
         return [local] if local else ["sm_90"]
     if text.strip().lower() == "none":
         return []
-    from tools.ascend_compile import ASCEND_TARGETS
 
     out = []
     for name in (t.strip() for t in text.split(",") if t.strip()):

@@ -1,6 +1,6 @@
 """Repair operators for addressing: offset width, program-id axes, index variables, causal alignment, overlapping stores.
 
-Like ``tools.operators`` (which registers them in ``OPERATORS``), each operator reads the
+Like ``tools.operator_base`` (``tools.operators`` composes them into ``OPERATORS``), each operator reads the
 candidate's AST and proposes single edits; none knows a particular kernel.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from tools.operators import OPERATORS, Context, Kernel, _assigns, _calls, _is_tl, _kw, _length_params, _names, _patch
+from tools.operator_base import Context, Kernel, _assigns, _calls, _is_tl, _kw, _length_params, _names, _patch
 from tools.records import Patch
 
 
@@ -161,4 +161,3 @@ INDEX_OPERATORS = {
     "causal_offset": op_causal_offset,
     "atomic_store": op_atomic_store,
 }
-OPERATORS.update(INDEX_OPERATORS)

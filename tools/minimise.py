@@ -104,25 +104,6 @@ def derive_shrunk(ref, variant: dict, init_inputs: list, prefix: str) -> tuple[l
             {v.id: {"out": v.expected, "slack": v.slack} for v in kept}, meta)
 
 
-def cmd_shrink(job: dict) -> int:
-    """Sandboxed (``tools.worker shrink``): ``derive_shrunk`` on the job, sent as one ``shrink`` frame.
-
-    Job keys: ``reference_source``, ``init_inputs``, ``variant`` (``{"id", "inputs", "init"}``)
-    and ``prefix``. The reference outputs go back to the parent and stay there.
-    """
-    import torch
-
-    from tools.worker import _confine, _emit, _load_module, _write_source
-
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    ref_path = _write_source("ref", job["reference_source"])
-    _confine()
-    ref = _load_module(ref_path, "nearmiss_reference")
-    inputs, expected, meta = derive_shrunk(ref, job["variant"], job["init_inputs"], job["prefix"])
-    _emit(event="shrink", inputs=inputs, expected=expected, meta=meta)
-    return 0
-
-
 def _derive(runner, variant_id: str, round_no: int) -> list[dict]:
     """Run ``cmd_shrink`` in the sandbox and adopt its variants into ``runner``; their metadata."""
     from tools.sandbox import run_worker

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from tools.arith_operators import constant_alternatives
-from tools.operators import Context, Operator, _calls, _names, _patch, analyse, run_operators
+from tools.operator_base import Context, Operator, _calls, _names, _patch, analyse, run_operators
 from tools.records import Patch
 
 _FLIPS = {ast.Lt: ["<=", ">"], ast.LtE: ["<", ">="], ast.Gt: [">=", "<"], ast.GtE: [">", "<="],

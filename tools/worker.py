@@ -5,6 +5,7 @@ The job is a ``torch.save`` pickle the parent writes to stdin; results go back a
 process writes nothing the parent reads from disk, and never sees an expected output.
 
 Commands:
+    shrink  derive smaller variants of a failing one (``tools.minimise``); one ``shrink`` frame.
     suite  run the reference (``job["reference_source"]``) on the derived input suite;
            send one ``suite`` frame with the inputs, the expected outputs and the metadata
            (this process runs the trusted reference only, never a candidate).
@@ -397,6 +398,25 @@ def cmd_compile(job: dict) -> int:
     return 0
 
 
+def cmd_shrink(job: dict) -> int:
+    """Derive shrunk variants of one variant with the reference's outputs (``tools.minimise.derive_shrunk``).
+
+    Job keys: ``reference_source``, ``init_inputs``, ``variant`` (``{"id", "inputs", "init"}``)
+    and ``prefix``. Sends one ``shrink`` frame; the reference outputs stay in the parent.
+    """
+    import torch
+
+    from tools.minimise import derive_shrunk
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    ref_path = _write_source("ref", job["reference_source"])
+    _confine()
+    ref = _load_module(ref_path, "nearmiss_reference")
+    inputs, expected, meta = derive_shrunk(ref, job["variant"], job["init_inputs"], job["prefix"])
+    _emit(event="shrink", inputs=inputs, expected=expected, meta=meta)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """Dispatch ``suite``, ``eval``, ``compile`` or ``probe`` with the job read from stdin."""
     import io
@@ -408,10 +428,8 @@ def main(argv: list[str]) -> int:
     import torch
 
     job = torch.load(io.BytesIO(sys.stdin.buffer.read()), weights_only=False)
-    if cmd == "shrink":  # failing-input minimisation (tools.minimise)
-        from tools.minimise import cmd_shrink
-        return cmd_shrink(job)
-    return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe}[cmd](job)
+    return {"suite": cmd_suite, "eval": cmd_eval, "compile": cmd_compile, "probe": cmd_probe,
+            "shrink": cmd_shrink}[cmd](job)
 
 
 if __name__ == "__main__":
