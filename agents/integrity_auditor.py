@@ -69,12 +69,18 @@ def integrity_auditor(state: dict) -> dict:
         comp = original or CompileReport(targets=[])
         findings += compile_findings(comp, None)
     unsupported = sorted({v.variant_id for v in seen_variants if v.unsupported})
+    # As given (--check), a refusal the candidate's own code raises on purpose (a `raise` or `assert`
+    # line of the candidate, on inputs the reference accepts) fails unless the user accepts declared
+    # limits; an exception from Triton or torch (tl.arange of a size that is not a power of two, a
+    # block too large) is a limit of the kernel and stays a warning.
+    refused = sorted({v.variant_id for v in seen_variants if v.unsupported and deliberate_refusal(v.message)})
+    hard = not is_repair and not settings(state).accept_declared_limits and bool(refused)
     if unsupported:
-        # as given (--check), refusing inputs the reference accepts fails unless the user accepts declared limits
-        hard = not is_repair and not settings(state).accept_declared_limits
+        shown = refused if hard else unsupported
         findings.append(Finding(check="unsupported_inputs", severity="error" if hard else "warning",
-                                message=f"raises on {len(unsupported)} derived variant(s) the reference accepts: "
-                                        f"{', '.join(unsupported[:4])}"))
+                                message=f"raises on {len(shown)} derived variant(s) the reference accepts: "
+                                        f"{', '.join(shown[:4])}"
+                                        + (" (pass --accept-declared-limits to accept them)" if hard else "")))
     failing = [] if is_repair else EvalResult(**state["triage"]["eval"]).failing()
     for v in failing[:5]:
         findings.append(Finding(check="heldout", severity="error",
@@ -128,6 +134,14 @@ def _finish_compile(r, source: str, sigs: dict, early, targets: list[str]) -> Co
         return first
     more = r.compile_check(source, rest, targets)
     return CompileReport(targets=targets, results=first.results + more.results, error=more.error)
+
+
+def deliberate_refusal(message: str) -> bool:
+    """True when an exception's innermost candidate line (``tools.worker.describe_exception``) is a ``raise`` or ``assert``."""
+    import re
+
+    m = re.search(r"at candidate\.py:\d+: `([^`]*)`", message or "")
+    return bool(m) and m.group(1).lstrip().startswith(("raise", "assert"))
 
 
 def _log(state: dict, source: str, findings: list[Finding]) -> None:
