@@ -17,28 +17,14 @@ from __future__ import annotations
 
 import ast
 
+from tools.candidate_ast import triton_kernels
+
 #: Stored instead of every kernel value: ``value * 0 + POISON`` keeps the value's shape and
 #: dtype. 7919 (a prime) is not a value a reference plausibly produces everywhere; NaN and
 #: inf inputs stay NaN (NaN * 0), which no finite expected output matches either.
 POISON = 7919
 _STORES = {"store", "atomic_add", "atomic_xchg", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
            "atomic_xor"}
-
-
-def triton_kernels(tree: ast.Module) -> list[ast.FunctionDef]:
-    """Functions decorated with the real ``triton.jit`` (or ``triton.autotune``/``heuristics`` over it)."""
-    from tools.static_checks import _aliases
-
-    alias = _aliases(tree)
-
-    def resolves(d: ast.AST) -> bool:
-        node = d.func if isinstance(d, ast.Call) else d
-        text = ast.unparse(node)
-        head, _, rest = text.partition(".")
-        full = alias.get(head, head) + (f".{rest}" if rest else "")
-        return full in ("triton.jit", "triton.runtime.jit.jit", "triton.autotune", "triton.heuristics")
-
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and any(resolves(d) for d in n.decorator_list)]
 
 
 class _Poison(ast.NodeTransformer):

@@ -83,7 +83,7 @@ def check_host_allowlist(c) -> Finding | None:
 
 def host_findings(c) -> list[Finding]:
     """Every host-code error of a parsed candidate, in source order."""
-    from tools.causality import triton_kernels
+    from tools.candidate_ast import triton_kernels
 
     out: list[Finding] = []
     real = triton_kernels(c.tree)  # decorators resolved through the imports, not by their last name
