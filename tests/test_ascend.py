@@ -69,18 +69,14 @@ def _launch(kernel: str, sig: dict, **const) -> dict:
 
 
 def _compile(tmp_path, launches: list[dict], targets=("ascend910b3",)) -> list[dict]:
-    """Run the Ascend worker command with the Ascend environment's Python, as the runner does (no cache)."""
-    cand = tmp_path / "cand.py"
-    cand.write_text(KERNELS)
-    job = tmp_path / "job.json"
-    out = tmp_path / "out.json"
-    job.write_text(json.dumps({"candidate_path": str(cand), "launches": launches, "targets": list(targets),
-                               "out": str(out)}))
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=ROOT, HOME=str(tmp_path), TRITON_CACHE_DIR=str(tmp_path / "tc"))
-    subprocess.run([ascend_python(), "-m", "tools.worker", "ascend_compile", str(job)], cwd=tmp_path, env=env,
-                   check=True, timeout=300)
-    data = json.loads(out.read_text())
+    """Run the Ascend worker command in the sandbox with the Ascend environment's Python, as the runner does."""
+    from tools.runner import COMPILE_ENV
+    from tools.sandbox import run_worker
+
+    job = {"candidate_source": KERNELS, "launches": launches, "targets": list(targets), "cache_dir": None}
+    res = run_worker(["ascend_compile"], job, COMPILE_ENV, timeout_s=300, python=ascend_python())
+    data = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "compile"), None)
+    assert data is not None, res.stderr_tail[-2000:]
     assert "error" not in data, data
     return data["results"]
 

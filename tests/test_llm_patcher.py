@@ -77,7 +77,8 @@ def test_auto_falls_back_to_the_llm_which_repairs_what_patterns_cannot(server, t
     p, report, out = run(server, tmp_path, "--patcher", "auto")
     assert p.returncode == 0, p.stderr[-2000:]
     assert report["status"] == "repaired" and report["integrity"]["passed"] is True
-    assert [a["operator"] for a in report["attempts"]] == ["llm"]
+    # the offline engine goes first (it may keep an improving edit that does not fix); the model's edit repairs
+    assert report["attempts"][-1]["operator"] == "llm" and "llm" not in [a["operator"] for a in report["attempts"][:-1]]
     assert [c["outcome"] for c in report["llm"]["calls"]] == ["probe", "patch"]
     assert_tokens_match(report, scripted)
     assert "tl.sigmoid(1.702 * x)" in (out / "repaired.py").read_text()

@@ -28,7 +28,7 @@ FIX = ('The kernel computes x * sigmoid(x); the reference scales the sigmoid arg
 MALFORMED = "I think the bug is in the sigmoid; change it to use the right factor."
 PROBE = '```json\n{"probe": {"kernel": "_quick_gelu_kernel", "names": ["x", "y"], "program_ids": [[0, 0, 0]]}}\n```'
 #: Fields that differ between any two runs of one task: wall-clock times and where the run went and the LLM was.
-VARYING = {"seconds", "startup_s", "startup_s_median", "repaired_path", "replay", "base_url", "record"}
+VARYING = {"seconds", "startup_s", "startup_s_median", "repaired_path", "replay", "base_url", "record", "phases"}  # phases: seconds per phase (tools.phases)
 
 
 def _strip(obj, run_dir: str):

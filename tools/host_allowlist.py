@@ -48,6 +48,9 @@ HOST_VALUE_METHODS = {"tolist", "numpy", "__array__", "__dlpack__"}
 #: Calls allowed in a lambda (launch-parameter arithmetic).
 LAMBDA_CALLS = {"triton.cdiv", "triton.next_power_of_2", "max", "min", "int", "len", "math.ceil", "math.floor",
                 "math.log2", "math.sqrt", "abs", "round", "tuple"}
+#: The one product API a candidate may import: the AscendC launch of the emulator backend (the
+#: direct-launch form, README "AscendC kernels on a CPU emulator"); ``from tools.ascendc import launch``.
+LAUNCH_API = ("tools.ascendc", "launch")
 _TRITON_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit.jit",
                       "triton.testing.perf_report"}
 
@@ -96,6 +99,8 @@ def host_findings(c) -> list[Finding]:
             mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
             if isinstance(n, ast.ImportFrom) and (n.module or "") == "os":
                 mods += [f"os.{a.name}" for a in n.names]
+            if isinstance(n, ast.ImportFrom) and n.module == LAUNCH_API[0] and [a.name for a in n.names] == [LAUNCH_API[1]]:
+                continue  # the AscendC launch API (it runs the candidate's own kernel source)
             for m in mods:
                 if m.split(".")[0] in FORBIDDEN_MODULES:
                     out.append(_finding(n, f"imports {m}: not host code for a Triton kernel (host compute, "

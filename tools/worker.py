@@ -249,7 +249,7 @@ def cmd_eval(job: dict) -> int:
     # libraries stay in this evaluation's private scratch (a candidate can plant nothing for another)
     from tools.ascendc.backend import count_launches, precompile
     precompile([paths[k] for k in sorted(paths)], os.path.join(os.getcwd(), "ascendc_cache"),
-               on_compiled=lambda k, secs: _emit(fh, event="compile", compile_cand=k, seconds=secs))
+               on_compiled=lambda k, secs: _emit(event="compile", compile_cand=k, seconds=secs))
     count_launches(counter)
     from tools.dynamic_checks import poison_freed_memory
     poison_freed_memory()  # an unwritten output never shows values a previous candidate left in memory
