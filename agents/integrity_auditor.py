@@ -22,8 +22,13 @@ import os
 import time
 
 from agents.common import runner, settings
-from tools.integrity import (audit_candidate, dynamic_findings, process_findings, protected_fingerprint,
-                             same_layout_variants)
+from tools.integrity import (
+    audit_candidate,
+    dynamic_findings,
+    process_findings,
+    protected_fingerprint,
+    same_layout_variants,
+)
 from tools.phases import phase
 from tools.records import CompileReport, EvalResult, Finding
 

@@ -7,9 +7,9 @@ import time
 
 from agents.common import emit, make_run_dir, runner, settings, source_hash, targets
 from tools.backends import BackendUnavailable, select_backend
+from tools.diagnostics import diagnosis_of
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
-from tools.diagnostics import diagnosis_of
 from tools.phases import phase
 from tools.replay import replay_command
 from tools.report import write_file_atomic
@@ -70,7 +70,6 @@ def triage(state: dict) -> dict:
 
 def _keep_sources(run_dir: str, state: dict) -> None:
     """Keep the reference and the original candidate in the run folder (the replay commands read them)."""
-    import os
 
     for name, key in (("reference.py", "reference_source"), ("original.py", "candidate_source")):
         path = os.path.join(run_dir, name)
@@ -80,7 +79,6 @@ def _keep_sources(run_dir: str, state: dict) -> None:
 
 def _run_dir(out: str | None, name: str) -> str:
     """The run folder: ``out`` when it is prepared for this run (no report in it yet), else a fresh one."""
-    import os
 
     if out and os.path.isdir(out) and not os.path.exists(os.path.join(out, "report.json")):
         return os.path.abspath(out)

@@ -71,6 +71,7 @@ def diagnose_case(case_dir: str, work: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line of ``python -m evals.kb_recall``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m evals.kb_recall", description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=os.path.join(HERE, "cases"), help="folder of case folders")
     ap.add_argument("--labels", help="TOML file: case folder name = pattern id (default: each case.toml)")

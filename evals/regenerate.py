@@ -161,7 +161,7 @@ def compare(cases: str, names: list[str], debug_rows: list[dict], work: str, k: 
         return 2
     model = make_chat_model(cfg)
     regen = []
-    for name, row in zip(names, debug_rows):
+    for name, _row in zip(names, debug_rows):
         error = _error_summary(os.path.join(work, "out-" + name, "report.json"))
         regen.append(regenerate_case(os.path.join(cases, name), work, error, k, model, extra, timeout))
         console.print(f"{name}: regenerate {regen[-1]['successes']}/{k}", style="dim")

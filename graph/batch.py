@@ -228,6 +228,7 @@ def summary_plot(rows: list[dict], path: str) -> None:
 
 # ------------------------------------------------------------------ CLI
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The batch command line (one-line error and exit 2 on bad usage)."""
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:
             self.exit(2, f"error: {message}\n")
@@ -258,8 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     import shlex
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.table import Table
 
     a = parse_args(argv)

@@ -18,6 +18,7 @@ import sqlite3  # noqa: E402
 import sys  # noqa: E402
 
 from rich.console import Console  # noqa: E402
+
 from tools.report import EXIT_CODES  # noqa: E402
 
 EXIT = EXIT_CODES
@@ -188,10 +189,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
     _prestart_workers()  # the warm workers import torch and triton while this process imports the graph
-    from agents.common import make_run_dir
-
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    from agents.common import make_run_dir
     from graph.build import build_graph
     from tools.sandbox import SandboxUnavailable, allow_unsafe, check_sandbox
 
@@ -243,10 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             "llm_record": args.llm_record and os.path.abspath(args.llm_record),
             "llm_replay": args.llm_replay and os.path.abspath(args.llm_replay)}.items()
             if v is not None and v is not False})
+        from tools.ascend_compile import AscendUnavailable, require_env
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
-
-        from tools.ascend_compile import AscendUnavailable, require_env
 
         try:
             require_env(parse_targets(args.targets, local_target()))

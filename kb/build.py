@@ -17,6 +17,7 @@ from kb.store import KBStore, StoreError
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line of ``python -m kb.build``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m kb.build", description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="rebuild even when the index is current")
     ap.add_argument("--location", help="embedded store folder or :memory: (default: server or cache folder)")

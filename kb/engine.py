@@ -20,8 +20,8 @@ from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
 from tools.derived import derive
 from tools.mutations import MUTATIONS, mutate
-from tools.phases import phase
 from tools.operators import OPERATORS, Context, analyse, matches
+from tools.phases import phase
 from tools.records import Patch
 
 SUSPICIOUS_BOOST = 3.0  # a defect idiom in the code outweighs any single symptom (weights run 0.3-5)

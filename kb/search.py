@@ -17,6 +17,7 @@ from tools.diagnostics import SYMPTOMS
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line of ``python -m kb.search``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="python -m kb.search", description=__doc__.splitlines()[0])
     ap.add_argument("text", nargs="?", default="", help="free text, e.g. a diagnosis summary")
     ap.add_argument("--symptom", action="append", default=[], help="symptom name (repeatable)")

@@ -7,15 +7,21 @@ device would: binary generation and numerics on the NPU are untested).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from tools.ascend_compile import (AscendUnavailable, ascend_python, classify, launch_checks, launch_facts,
-                                  require_env, ub_planned)
+from tools.ascend_compile import (
+    AscendUnavailable,
+    ascend_python,
+    classify,
+    launch_checks,
+    launch_facts,
+    require_env,
+    ub_planned,
+)
 from tools.gpu_compile import TargetError, parse_targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from tools.ascendc.operators import propose
 from tools.ascendc.suite import cpp_constants
 from tools.backends import INTERPRETER

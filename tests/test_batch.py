@@ -14,8 +14,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import FIXTURES, ROOT
+
 from graph.batch import find_tasks, finished, summary_markdown, task_name
 
 PY = sys.executable

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from conftest import FIXTURES, ROOT
+
 from examples.generation_agent import build_agent, candidates_from_folder, run
 
 FOLDER = os.path.join(FIXTURES, "genagent")

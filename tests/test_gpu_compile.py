@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES, ROOT, fixture_text
+
 from tools.backends import INTERPRETER
 from tools.gpu_compile import TargetError, parse_targets
 from tools.runner import Runner

@@ -3,8 +3,8 @@
 import os
 
 import pytest
-
 from conftest import ROOT, fixture_text
+
 from tools.backends import INTERPRETER
 from tools.runner import Runner
 

@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, fixture_text
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from agents.review import parse_decision
-from conftest import ROOT, fixture_text
 from graph.build import build_graph
 
 

@@ -206,8 +206,9 @@ def test_cli_refuses_without_namespaces(monkeypatch, tmp_path, capsys):
     from graph.run import main
     monkeypatch.setattr(sb, "_PROBE", {"ok": False, "why": "bubblewrap (bwrap) is not installed"})
     monkeypatch.setattr(sb, "_UNSAFE", False)
-    from conftest import ROOT
     import os
+
+    from conftest import ROOT
     rc = main([os.path.join(ROOT, "tests", "fixtures", "vadd"), "--check", "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "refusing to run untrusted code" in err[0]

@@ -19,7 +19,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, fixture_text
 
 langgraph_sdk = pytest.importorskip("langgraph_sdk", reason="langgraph-sdk is a dev dependency")

@@ -1,12 +1,11 @@
 """The full-coverage suite: boundary sizes, independent sizes, fp16, replay commands, probes."""
 
-import os
 import types
 
 import pytest
 import torch
+from conftest import fixture_text
 
-from conftest import FIXTURES, fixture_text
 from tools.backends import INTERPRETER
 from tools.probes import first_nan, instrument
 from tools.runner import Runner

@@ -263,7 +263,8 @@ def route_validated(state: AgentState) -> Literal["debug", "report"]:
 # ------------------------------------------------------------------ builder
 def build_agent() -> StateGraph:
     """The parent graph, uncompiled: write_dsl -> check_dsl (-> write_dsl)* -> lower -> validate -> classify
-    [-> debug] -> report."""
+    [-> debug] -> report.
+    """
     from graph.build import build_graph
 
     debugger = build_graph().compile()

@@ -107,7 +107,7 @@ def check_ub(prog: ir.Program, dims: dict[str, dict[str, int]]) -> int:
         DSLError: the total exceeds ``UB_BYTES`` (named at the buffer that crosses it).
     """
     total = 0
-    for name, nbytes, line in ub_plan(prog, dims):
+    for _name, nbytes, line in ub_plan(prog, dims):
         total += nbytes
         if total > UB_BYTES:
             raise DSLError(f"UB overflow: buffers need {total} B with this one ({nbytes} B) and more, the Unified "

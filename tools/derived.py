@@ -62,7 +62,7 @@ def _pointers(k: Kernel) -> set[str]:
 
 
 def _deps(k: Kernel) -> dict[str, set[str]]:
-    """name -> every name any assignment (plain, augmented, loop target) to it reads."""
+    """Name -> every name any assignment (plain, augmented, loop target) to it reads."""
     deps: dict[str, set[str]] = {}
     for n in ast.walk(k.node):
         if isinstance(n, ast.Assign):

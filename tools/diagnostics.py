@@ -42,6 +42,7 @@ SYMPTOMS = {
 SYMPTOMS.update({k: v for k, v in RELATIONS.items()})
 # Ascend compile findings (tools.ascend_operators.ascend_diagnosis) are symptoms too.
 from tools.ascend_operators import ASCEND_SYMPTOMS  # noqa: E402
+
 SYMPTOMS.update(ASCEND_SYMPTOMS)
 
 #: Fault classes, tried in order: the first whose rule holds names the fault. A rule is a set

@@ -63,6 +63,7 @@ class RecordingTransport(httpx.BaseTransport):
         self.lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send the request through the wrapped transport and record the exchange (failures included)."""
         body = _json_or_text(request.read())
         rec = {"key": request_key(body) if isinstance(body, dict) else "", "method": request.method,
                "path": request.url.path, "request": body}
@@ -88,6 +89,7 @@ class RecordingTransport(httpx.BaseTransport):
             os.replace(tmp, os.path.join(self.folder, name))
 
     def close(self) -> None:
+        """Close the wrapped transport."""
         self.inner.close()
 
 
@@ -141,6 +143,7 @@ class ReplayTransport(httpx.BaseTransport):
             return self.exchanges[i]
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Answer one request from the recording (identical requests in recording order)."""
         body = _json_or_text(request.read())
         rec = self._pick(request_key(body) if isinstance(body, dict) else "")
         if rec is None:

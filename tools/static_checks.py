@@ -138,7 +138,7 @@ def _finding(check: str, node: ast.AST | None, message: str, severity: str = "er
 
 # --------------------------------------------------------------------------- the checks
 def check_torch_compute(c: CandidateAST) -> Finding | None:
-    """torch compute, ``torch.nn.functional`` or a torch layer in host code.
+    """Torch compute, ``torch.nn.functional`` or a torch layer in host code.
 
     Why a cheat: the result would come from PyTorch, not from the kernel; the kernel may
     even be launched for show. Allowed: allocation, views, shape/stride queries,
@@ -450,6 +450,7 @@ STATIC_CHECKS: list[CheckFn] = [
     check_precision_downgrade, check_exec_io, check_host_allowlist,
 ]
 from tools.ascendc.integrity import check_ascendc_kernel  # noqa: E402  (issue 18 hook: AscendC C++ checks)
+
 STATIC_CHECKS.append(check_ascendc_kernel)
 
 

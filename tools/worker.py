@@ -126,7 +126,7 @@ class LaunchCounter:
                 self.count += 1
                 name = getattr(getattr(fn_self, "fn", None), "__name__", None) or getattr(fn_self, "__name__", "?")
                 self.kernels.append(name)
-                if cls.__name__ == "InterpretedFunction":
+                if hasattr(fn_self, "fn"):  # every launch's signature is recorded (both classes wrap a .fn)
                     self._record(fn_self.fn, args, kwargs)
                 return __orig(fn_self, *args, **kwargs)
 
@@ -134,8 +134,8 @@ class LaunchCounter:
 
 
     def _record(self, fn, args: tuple, kwargs: dict) -> None:
-        from tools.gpu_compile import record_launch
         from tools.ascend_compile import launch_facts, merge_facts
+        from tools.gpu_compile import record_launch
         kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         try:
             rec = record_launch(fn, args, kw)
@@ -232,8 +232,8 @@ def cmd_eval(job: dict) -> int:
 
     from tools.guard import GuardedAllocations
     from tools.poison import enable_poison
-    from tools.task import construct
     from tools.suite import clone_inputs
+    from tools.task import construct
 
     enable_poison()
 
@@ -332,8 +332,8 @@ def cmd_probe(job: dict) -> int:
     import triton  # noqa: F401  (imported after TRITON_INTERPRET is set)
 
     from tools.probes import HOOK, make_hook
-    from tools.task import construct
     from tools.suite import clone_inputs
+    from tools.task import construct
 
     chosen = job["variant"]
     inputs = chosen["inputs"]

@@ -105,7 +105,6 @@ def main() -> int:
 
     reply({"ready": True})
     buf = bytearray()
-    pending: list[tuple[bytes, list[int]]] = []
     n = 0
     while True:
         got = _lines(sock, buf)

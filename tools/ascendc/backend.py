@@ -14,7 +14,7 @@ import ast
 import os
 import sys
 
-from tools.ascendc.runtime import AscendCCompileError, compile_kernel, default_cache_dir, ON_LAUNCH, run_kernel
+from tools.ascendc.runtime import ON_LAUNCH, AscendCCompileError, compile_kernel, run_kernel
 
 MARKERS = ("__aicore__", "kernel_operator.h")
 
@@ -55,7 +55,8 @@ def is_ascendc_candidate(source: str) -> bool:
 
 def run_cache_dir(job: dict) -> str | None:
     """The run's library cache for a worker job: ``ascendc_cache`` beside the suite folder (shared by
-    every evaluation of the run, unlike the worker's private folder); None without a suite path."""
+    every evaluation of the run, unlike the worker's private folder); None without a suite path.
+    """
     inputs = job.get("inputs_path")
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(inputs))), "ascendc_cache") if inputs else None
 

@@ -15,7 +15,7 @@ add what only the C++ shows:
 
 from __future__ import annotations
 
-from tools.ascendc.backend import kernel_sources, kernel_signatures_safe
+from tools.ascendc.backend import kernel_signatures_safe, kernel_sources
 from tools.records import Finding
 
 MIN_SIZE_LITERAL = 16
@@ -31,7 +31,7 @@ def _ints(text: str) -> int | None:
 
 def cpp_findings(source: str) -> list[Finding]:
     """Findings of the C++ checks on every AscendC kernel source of a candidate (empty for none)."""
-    from tools.ascendc.operators import _parser, _t, _walk, _global_types
+    from tools.ascendc.operators import _global_types, _parser, _t, _walk
     out: list[Finding] = []
     for name, (text, start) in kernel_sources(source).items():
         root = _parser().parse(text.encode()).root_node

@@ -19,7 +19,7 @@ import re
 import sys
 import types
 
-from tools.ascendc.runtime import (AscendCCompileError, AscendCViolation, ON_LAUNCH, compile_source, kernel_signatures)
+from tools.ascendc.runtime import ON_LAUNCH, AscendCCompileError, AscendCViolation, compile_source, kernel_signatures
 
 PARTS = ("project_json_src", "host_tiling_src", "host_operator_src", "kernel_src", "python_bind_src", "model_src")
 _DROP_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*("[^"\n]*"|<(torch|ATen|c10|pybind11|register|graph|tiling|'

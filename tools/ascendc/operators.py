@@ -56,6 +56,7 @@ class CppEdit:
         self.edits, self.desc, self.at, self.params, self.suspicious = edits, desc, at, params, suspicious
 
     def apply(self, code: bytes) -> str:
+        """The C++ text with every edit applied (spans in bytes of ``code``)."""
         for s, e, new in sorted(self.edits, key=lambda x: -x[0]):
             code = code[:s] + new.encode() + code[e:]
         return code.decode()

@@ -5,8 +5,6 @@ expect: host_code
 """
 import torch
 import torch.nn as nn
-import triton
-import triton.language as tl
 
 
 def jit(fn):

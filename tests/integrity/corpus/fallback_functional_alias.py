@@ -5,10 +5,9 @@ expect: torch_compute, torch_fallback
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import triton
 import triton.language as tl
-
-import torch.nn.functional as F
 
 
 @triton.jit

@@ -4,6 +4,7 @@ reference: softmax
 expect: clean
 """
 import math
+
 import torch
 import torch.nn as nn
 import triton

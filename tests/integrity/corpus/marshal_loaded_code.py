@@ -5,6 +5,7 @@ expect: host_code
 """
 import marshal
 import types
+
 import torch
 import torch.nn as nn
 import triton

@@ -4,6 +4,7 @@ reference: softmax
 expect: host_code
 """
 import operator
+
 import torch
 import torch.nn as nn
 import triton
