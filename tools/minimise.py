@@ -85,7 +85,7 @@ def derive_shrunk(ref, variant: dict, init_inputs: list, prefix: str) -> tuple[l
 
     from tools.suite import Variant, fill_expected
 
-    init = variant.get("init") if variant.get("init") is not None else init_inputs
+    init: list = variant["init"] if variant.get("init") is not None else init_inputs
     variants = [Variant(i, "minimised", 1, f"{variant['id']}: {d}", xs, init=variant.get("init"))
                 for i, d, xs in shrink_candidates(variant["inputs"], prefix)]
     kept = []
