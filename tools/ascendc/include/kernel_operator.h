@@ -418,13 +418,14 @@ template <typename D> D round_to(double v, RoundMode m) {
     D n = (D)(float)v;  // nearest even (for float->half, float->bf16; double holds a float exactly)
     double back = (double)(float)n;
     if (back == v || std::isnan(v)) return n;
-    auto step = [](D x, bool up) {  // neighbour of x in D
-      float f = (float)x; D y = x;
-      for (int k = 1; k < 1 << 14; k++) {
-        float t = std::nextafter(f, up ? INFINITY : -INFINITY);
-        y = (D)t; if ((float)y != (float)x) return y;
-        f = t;
-      }
+    auto step = [](D x, bool up) {  // neighbour of x in D: one step of the 16-bit encoding (sign-magnitude)
+      static_assert(sizeof(D) == 2, "half and bfloat16 are 16-bit encodings");
+      uint16_t b; std::memcpy(&b, &x, 2);
+      const bool neg = (b & 0x8000u) != 0, zero = (b & 0x7fffu) == 0;
+      if (zero) b = up ? 0x0001u : 0x8001u;                  // +-0 -> smallest subnormal of the step's sign
+      else if (neg == up) b = (uint16_t)(b - 1);              // towards zero
+      else b = (uint16_t)(b + 1);                             // away from zero (max finite -> inf)
+      D y; std::memcpy(&y, &b, 2);
       return y;
     };
     D lo = back < v ? n : step(n, false), hi = back > v ? n : step(n, true);
