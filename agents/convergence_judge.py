@@ -41,29 +41,31 @@ def convergence_judge(state: dict) -> dict:
     last = state.get("last_eval")
     n = state.get("iterations", 0)
     if patch is not None and last is not None:
-        ev = EvalResult(**{k: v for k, v in last.items() if k != "source"})
+        ev = EvalResult.model_validate(last)
+        last_source = state["last_source"]
         best = EvalResult(**state["best_eval"])
         record = {"n": n, "operator": patch["operator"], "description": patch["description"],
                   "line": patch.get("line"), "status": ev.status, "failing_variants": len(ev.failing()),
                   "audit": "" if not audit else ("clean" if audit.get("passed") else "rejected"),
-                  "source_hash": source_hash(last["source"]), "diff": patch.get("diff", "")}
+                  "source_hash": source_hash(last_source), "diff": patch.get("diff", "")}
         update["attempts"] = [record]
         update["pending_patch"] = None
         update["last_eval"] = None
+        update["last_source"] = None
         if ev.passed and audit.get("passed"):
             with phase("learn"):
                 record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
-                           repaired=last["source"])
+                           repaired=last_source)
         earlier = _earlier_source(state, record["source_hash"])
         if earlier:
             return _finish(state, update, "not_repaired",
                            f"oscillation: attempt {n} returns the candidate to the source of {earlier} "
                            "(it undoes an earlier edit)")
         if not ev.passed and _improves(ev.score(), best.score()):
-            update["best_source"] = last["source"]
-            update["best_eval"] = {k: v for k, v in last.items() if k != "source"}
+            update["best_source"] = last_source
+            update["best_eval"] = ev.model_dump()
             update["since_best"] = 0
             update["route"] = "retry_plan"
             update["reason"] = (f"attempt {n} improves ({len(ev.failing())} failing variants, "

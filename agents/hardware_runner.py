@@ -24,7 +24,7 @@ def hardware_runner(state: dict) -> dict:
         patch, record = review_patch(state, patch)
         update["reviews"] = [record]
         if patch is None:
-            return {**update, "pending_patch": None, "last_eval": None,
+            return {**update, "pending_patch": None, "last_eval": None, "last_source": None,
                     "reason": f"the reviewer rejected {record['operator']}: {record['description']}"}
         update["pending_patch"] = patch
         if record["action"] == "edit":
@@ -36,5 +36,5 @@ def hardware_runner(state: dict) -> dict:
     d = os.path.join(state["run_dir"], "attempts", f"{n:02d}")
     write_atomic(d, {"patch.diff": patch.get("diff", ""), "candidate.py": patch["source"],
                      "eval.json": json.dumps(ev.model_dump(), indent=1)})
-    return {**update, "last_eval": {**ev.model_dump(), "source": patch["source"]}, "iterations": n,
+    return {**update, "last_eval": ev, "last_source": patch["source"], "iterations": n,
             "evaluations": r.evaluations, "audit": None}

@@ -15,7 +15,7 @@ from agents.common import runner, source_hash
 from tools.diagnostics import diagnosis_of
 from tools.phases import phase
 from tools.probes import ProbeRequest, aggregate, findings
-from tools.records import EvalResult
+from tools.records import Diagnosis, EvalResult
 
 
 def instrumentation_planner(state: dict) -> dict:
@@ -23,10 +23,11 @@ def instrumentation_planner(state: dict) -> dict:
     prev = state.get("diagnosis") or {}
     key = source_hash(state["best_source"])
     if prev.get("source") == key:  # the same source triage (or an earlier round) diagnosed: the same diagnosis
-        diag = {**prev, "findings": list(prev.get("findings", []))}
+        diag = Diagnosis.model_validate({**prev, "findings": list(prev.get("findings", []))})
     else:  # an edit changed the candidate: re-diagnose it with the same function on its evaluation
         with phase("diagnosis"):
-            diag = diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []), source_key=key)
+            diag = Diagnosis.model_validate(diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []),
+                                                         source_key=key))
     update: dict = {"diagnosis": diag, "probe_request": None}
     asked = state.get("probe_request")
     if not asked and "nan_or_inf" not in diag["symptoms"]:

@@ -30,15 +30,15 @@ from tools.integrity import (
     same_layout_variants,
 )
 from tools.phases import phase
-from tools.records import CompileReport, EvalResult, Finding
+from tools.records import Audit, CompileReport, EvalResult, Finding
 
 
 def integrity_auditor(state: dict) -> dict:
     """Audit the candidate under test (the last patch if it passed, else the original)."""
     started = time.monotonic()
-    last = state.get("last_eval")
-    is_repair = bool(last and last.get("status") == "pass")
-    source = last["source"] if is_repair else state["candidate_source"]
+    last = EvalResult.model_validate(state["last_eval"]) if state.get("last_eval") is not None else None
+    is_repair = last is not None and last.status == "pass"
+    source = state["last_source"] if is_repair else state["candidate_source"]
     r = runner(state)
     early = _start_compile(r, source, last, state.get("targets", [])) if is_repair else None
     with phase("audit"):
@@ -50,7 +50,7 @@ def integrity_auditor(state: dict) -> dict:
         findings = ascend_allowance(findings, state, source)
     held = run.heldout
     if is_repair:
-        seen_variants = held.variants + EvalResult(**{k: v for k, v in last.items() if k != "source"}).variants
+        seen_variants = held.variants + last.variants
     else:  # the original candidate: triage already ran it on the whole suite
         seen_variants = held.variants + EvalResult(**state["triage"]["eval"]).variants
     findings += process_findings(state.get("protected"), protected_fingerprint(
@@ -66,7 +66,7 @@ def integrity_auditor(state: dict) -> dict:
                                     message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
     original = CompileReport(**state["compile"]) if state.get("compile") else None
     if is_repair:
-        sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
+        sigs = {json.dumps(x, sort_keys=True): x for x in last.launch_signatures + held.launch_signatures}
         with phase("gpu_compile"):  # only the wait: the compile of the search launches overlapped the audit run
             comp = _finish_compile(r, source, sigs, early, state.get("targets", []))
         findings += compile_findings(comp, original)
@@ -105,10 +105,10 @@ def integrity_auditor(state: dict) -> dict:
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "audit.json"), "w") as f:
             json.dump(audit, f, indent=1)
-    return {"audit": audit, "evaluations": r.evaluations}
+    return {"audit": Audit.model_validate(audit), "evaluations": r.evaluations}
 
 
-def _start_compile(r, source: str, last: dict, targets: list[str]):
+def _start_compile(r, source: str, last: EvalResult, targets: list[str]):
     """Compile the repair's search-suite launches in a thread while the audit run goes on (another warm worker).
 
     Returns:
@@ -116,7 +116,7 @@ def _start_compile(r, source: str, last: dict, targets: list[str]):
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", [])}
+    sigs = {json.dumps(x, sort_keys=True): x for x in last.launch_signatures}
     if not targets or not sigs:
         return None
     ex = ThreadPoolExecutor(1, thread_name_prefix="nearmiss-compile")

@@ -11,6 +11,7 @@ from tools.diagnostics import diagnosis_of
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
 from tools.phases import phase
+from tools.records import Diagnosis
 from tools.replay import replay_command
 from tools.report import write_file_atomic
 from tools.runner import SuiteError
@@ -64,7 +65,7 @@ def triage(state: dict) -> dict:
             "compile": comp.model_dump(),
             "triage": {"status": status, "classification": classification, "eval": ev.model_dump(),
                        "summary": diag["summary"]},
-            "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
+            "diagnosis": Diagnosis.model_validate(diag), "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s), "moved_to_heldout": moved}}
 
 

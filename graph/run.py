@@ -96,7 +96,9 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
         if update.get("last_eval") is None:  # the reviewer rejected the patch
             console.print(f"{el} [bold]runner[/bold]  not applied: {update.get('reason', '')}")
             return
-        ev = update["last_eval"]
+        from tools.records import plain
+
+        ev = plain(update["last_eval"])  # an EvalResult
         bad = [v for v in ev.get("variants", []) if v["status"] != "pass"]
         errs = [e["max_abs_err"] for v in bad for e in v.get("errors", []) if not e["ok"]]
         worst = f", worst max abs err {max(errs):.3g}" if errs else ""
@@ -193,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents.common import make_run_dir
     from graph.build import build_graph
+    from graph.state import checkpoint_serde
     from tools.sandbox import SandboxUnavailable, allow_unsafe, check_sandbox
 
     allow_unsafe(args.unsafe_no_sandbox)
@@ -212,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {run_dir}: no checkpoints.sqlite to resume from", file=sys.stderr)
             return 2
         conn = sqlite3.connect(db, check_same_thread=False)
-        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        app = build_graph().compile(checkpointer=SqliteSaver(conn, serde=checkpoint_serde()))
         config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
         snap = app.get_state(config)
         if not snap.values:
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(os.path.join(run_dir, "reference.py"), "w") as f:
             f.write(task.reference_source)
         conn = sqlite3.connect(os.path.join(run_dir, "checkpoints.sqlite"), check_same_thread=False)
-        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        app = build_graph().compile(checkpointer=SqliteSaver(conn, serde=checkpoint_serde()))
         config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
         stream_input = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
                         "name": task.name, "options": options, "run_dir": run_dir}
