@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from agents.common import runner, settings, source_hash
 from agents.review import review_patch
 from tools.phases import phase
 from tools.report import write_atomic
 
+if TYPE_CHECKING:
+    from graph.state import State
 
-def hardware_runner(state: dict) -> dict:
-    """Evaluate the pending patch in the sandbox; write ``attempts/NN/``."""
+
+def hardware_runner(state: State) -> dict:
+    """Evaluate the pending patch in the sandbox; write ``attempts/NN/``.
+
+    Reads ``pending_patch``, ``options`` (``review``), ``iterations``, ``best_source`` (an edited review),
+    ``run_dir`` (and the runner's keys). Writes ``last_eval`` (an ``EvalResult`` on the search split),
+    ``last_source``, ``iterations``, ``evaluations``, ``audit`` (cleared); with ``--review`` also ``reviews``,
+    ``pending_patch`` (the reviewed one), ``tried`` (an edit), and on a rejection only ``pending_patch``,
+    ``last_eval``, ``last_source`` (all None) and ``reason``.
+    """
     patch = state["pending_patch"]
+    assert patch is not None, "route_patcher runs this node only with a pending patch"
     update: dict = {}
     if settings(state).review:  # first: a resumed node runs again from here
         patch, record = review_patch(state, patch)

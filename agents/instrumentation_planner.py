@@ -11,16 +11,27 @@ intermediate joins the findings.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from agents.common import runner, source_hash
 from tools.diagnostics import diagnosis_of
 from tools.phases import phase
 from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import Diagnosis, EvalResult
 
+if TYPE_CHECKING:
+    from graph.state import State
 
-def instrumentation_planner(state: dict) -> dict:
-    """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful."""
-    prev = state.get("diagnosis") or {}
+
+def instrumentation_planner(state: State) -> dict:
+    """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful.
+
+    Reads ``diagnosis``, ``best_source``, ``best_eval``, ``suite``, ``probe_request`` (and, for the runner,
+    ``run_dir``, ``reference_source``, ``options``, ``evaluations``). Writes ``diagnosis`` (reused while its
+    ``source`` key is the best source's), ``probe_request`` (cleared), ``evaluations`` (when probes ran).
+    """
+    prev: Mapping[str, Any] = state.get("diagnosis") or {}
     key = source_hash(state["best_source"])
     if prev.get("source") == key:  # the same source triage (or an earlier round) diagnosed: the same diagnosis
         diag = Diagnosis.model_validate({**prev, "findings": list(prev.get("findings", []))})

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.common import runner, settings
 from tools.integrity import (
@@ -32,9 +34,18 @@ from tools.integrity import (
 from tools.phases import phase
 from tools.records import Audit, CompileReport, EvalResult, Finding
 
+if TYPE_CHECKING:
+    from graph.state import State
 
-def integrity_auditor(state: dict) -> dict:
-    """Audit the candidate under test (the last patch if it passed, else the original)."""
+
+def integrity_auditor(state: State) -> dict:
+    """Audit the candidate under test (the last patch if it passed, else the original).
+
+    Reads ``last_eval``, ``last_source``, ``candidate_source``, ``reference_source``, ``triage``, ``compile``,
+    ``protected``, ``targets``, ``options``, ``iterations``, ``run_dir`` (and the runner's keys). Writes
+    ``audit`` (a ``tools.records.Audit``) and ``evaluations``; on disk ``attempts/NN/audit.json`` (a repair)
+    and ``integrity.log`` (error findings).
+    """
     started = time.monotonic()
     last = EvalResult.model_validate(state["last_eval"]) if state.get("last_eval") is not None else None
     is_repair = last is not None and last.status == "pass"
@@ -149,7 +160,7 @@ def deliberate_refusal(message: str) -> bool:
     return bool(m) and m.group(1).lstrip().startswith(("raise", "assert"))
 
 
-def _log(state: dict, source: str, findings: list[Finding]) -> None:
+def _log(state: Mapping[str, Any], source: str, findings: list[Finding]) -> None:
     """Append the audit's error findings to ``integrity.log`` in the run folder (one line each)."""
     errors = [f for f in findings if f.severity == "error"]
     if not errors or not state.get("run_dir"):

@@ -10,11 +10,13 @@ anything else. Entries live only in the local store (the cache folder, or the se
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from kb.store import KBStore, StoreError, open_store
 
 
-def distil(patch: dict, diagnosis: dict, source: str) -> dict:
+def distil(patch: dict, diagnosis: Mapping[str, Any], source: str) -> dict:
     """The learned entry for an accepted patch (``tools.records.Patch`` as a dict) and the diagnosis it answered."""
     from kb.engine import infer_categories
 
@@ -24,7 +26,7 @@ def distil(patch: dict, diagnosis: dict, source: str) -> dict:
             "pattern": patch.get("pattern")}
 
 
-def record(patch: dict, diagnosis: dict, source: str, store: KBStore | None = None) -> dict | None:
+def record(patch: dict, diagnosis: Mapping[str, Any], source: str, store: KBStore | None = None) -> dict | None:
     """Store the accepted repair; never fails the run.
 
     Args:

@@ -12,6 +12,7 @@ reads them unchanged; ``plain`` turns them back into JSON-ready dicts (the repor
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,24 +114,17 @@ class EvalResult(BaseModel):
         return (len(bad), sum(math.log10(1.0 + min(v.max_abs_err, 1e30)) for v in bad))
 
 
-class ByKey:
-    """Read access by key on a pydantic model: ``m["x"]``, ``m.get("x")``, ``"x" in m``, ``{**m}``.
+class ByKey(Mapping[str, Any]):
+    """A pydantic model read as a mapping: ``m["x"]``, ``m.get("x")``, ``"x" in m``, ``{**m}``, ``dict(m)``.
 
-    A key is a field or an extra (``extra="allow"``) of the model; ``m["x"] = v`` sets it.
+    The keys are the model's fields, then its extra keys (``extra="allow"``); ``m["x"] = v`` sets one.
+    Equality stays the model's (same class, same values), not the mapping's.
     """
 
     def _names(self) -> list[str]:
         model = type(self)
         assert issubclass(model, BaseModel)
         return [*model.model_fields, *(getattr(self, "__pydantic_extra__", None) or {})]
-
-    def keys(self) -> list[str]:
-        """Field names, then the extra keys."""
-        return self._names()
-
-    def items(self) -> list[tuple[str, Any]]:
-        """``(key, value)`` pairs, values as stored (nested models stay models)."""
-        return [(k, getattr(self, k)) for k in self._names()]
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._names():
@@ -140,21 +134,23 @@ class ByKey:
     def __setitem__(self, key: str, value: Any) -> None:
         setattr(self, key, value)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._names()
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]  # keys, as a mapping (BaseModel: pairs)
+        return iter(self._names())
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key``, or ``default`` when the record has no such key."""
-        return getattr(self, key) if key in self._names() else default
+    def __len__(self) -> int:
+        return len(self._names())
+
+    __eq__ = BaseModel.__eq__
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dict it replaces
 
 
-class Record(ByKey, BaseModel):
+class Record(ByKey, BaseModel):  # type: ignore[misc]  # __iter__: keys (ByKey), not pairs
     """A record of the graph state: typed fields, extra keys kept (behaviour of the dict it replaces)."""
 
     model_config = ConfigDict(extra="allow")
 
 
-class Finding(ByKey, BaseModel):
+class Finding(ByKey, BaseModel):  # type: ignore[misc]  # __iter__: keys (ByKey), not pairs
     """One integrity or diagnosis finding."""
 
     check: str
