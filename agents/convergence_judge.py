@@ -69,7 +69,7 @@ def convergence_judge(state: State) -> dict:
         update["last_source"] = None
         if ev.passed and audit.get("passed"):
             with phase("learn"):
-                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
+                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"], enabled=s.learn)
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
                            repaired=last_source)
