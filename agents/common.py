@@ -8,10 +8,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from graph.context import Settings
 from tools.backends import select_backend
 from tools.phases import phase
 from tools.runner import Runner
+from tools.settings import Settings
 
 _RUNNERS: dict[str, Runner] = {}
 

@@ -17,9 +17,9 @@ from agents.instrumentation_planner import instrumentation_planner
 from agents.integrity_auditor import integrity_auditor
 from agents.patcher import patcher
 from agents.triage import triage
-from graph.context import Settings
 from graph.state import InputState, OutputState, State
 from tools.records import EvalResult
+from tools.settings import Settings
 
 
 # ------------------------------------------------------------------ routers

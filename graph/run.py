@@ -30,10 +30,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def settings_flags() -> list:
-    """The ``graph.context.Settings`` fields that are command-line flags (metadata ``cli``), in field order."""
+    """The ``tools.settings.Settings`` fields that are command-line flags (metadata ``cli``), in field order."""
     from dataclasses import fields
 
-    from graph.context import Settings
+    from tools.settings import Settings
 
     return [f for f in fields(Settings) if "cli" in f.metadata]
 
@@ -45,7 +45,7 @@ def _add_settings_flags(p: argparse.ArgumentParser) -> None:
     """
     import typing
 
-    from graph.context import Settings
+    from tools.settings import Settings
 
     hints = typing.get_type_hints(Settings)
     for f in settings_flags():
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parse the CLI options of ARCHITECTURE §2 (run knobs from ``graph.context.Settings``)."""
+    """Parse the CLI options of ARCHITECTURE §2 (run knobs from ``tools.settings.Settings``)."""
     p = build_parser()
     args = p.parse_args(argv)
     if not args.task and not args.resume:

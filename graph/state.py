@@ -70,7 +70,7 @@ class InputState(TypedDict, total=False):
     name: str
     """A short task name for the run folder and the report."""
     options: dict
-    """CLI options by name (``backend``, ``max_iterations``, ``check``, ``out``...), see ``graph.context``."""
+    """CLI options by name (``backend``, ``max_iterations``, ``check``, ``out``...), see ``tools.settings``."""
 
 
 class OutputState(TypedDict, total=False):

@@ -5,7 +5,7 @@ mutation) that produced the accepted edit with its parameters, the edit's descri
 diff, and the KB pattern it came from. ``kb.engine.plan`` replays matching entries before
 anything else. Entries live only in the local store (the cache folder, or the server of
 ``NEARMISS_QDRANT_URL``), never in the package. ``NEARMISS_LEARN=0`` turns recording off
-(``graph.context.Settings.learn``; the judge passes it).
+(``tools.settings.Settings.learn``; the judge passes it).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def record(patch: dict, diagnosis: Mapping[str, Any], source: str, store: KBStor
         diagnosis: the diagnosis the patcher answered (its ``symptoms``).
         source: the candidate the patch was applied to (for its categories).
         store: an open store (default: open the default one for this call).
-        enabled: False records nothing (``graph.context.Settings.learn``: ``NEARMISS_LEARN=0``).
+        enabled: False records nothing (``tools.settings.Settings.learn``: ``NEARMISS_LEARN=0``).
 
     Returns:
         ``{"key", "new"}``, or None when learning is off, the diagnosis has no symptoms, or

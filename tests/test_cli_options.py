@@ -1,4 +1,4 @@
-"""The CLI is built from ``graph.context.Settings`` and keeps every flag of the contract (ARCHITECTURE §2).
+"""The CLI is built from ``tools.settings.Settings`` and keeps every flag of the contract (ARCHITECTURE §2).
 
 ``FLAGS`` is the parser as it was written by hand before it was built from ``Settings``: each flag's
 option strings, destination, action, default, type, choices, metavar and help.
@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from graph.context import Settings
 from graph.run import build_parser, parse_args, settings_options
+from tools.settings import Settings
 
 FLAGS = [
     ([], 'task', '_StoreAction', None, None, None, None, 'task folder (reference.py, candidate.py[, task.toml]) or the candidate file'),

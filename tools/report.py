@@ -26,7 +26,7 @@ def build_report(state: dict, status: Status, reason: str, repaired: str | None,
         status: the verdict, one of ``STATUSES``.
         reason: the one-line reason of the last decision.
         repaired: the accepted repair's source, or None.
-        settings: the run's ``graph.context.Settings`` (for the LLM endpoint in the ``llm`` section).
+        settings: the run's ``tools.settings.Settings`` (for the LLM endpoint in the ``llm`` section).
 
     Returns:
         A JSON-ready dict: the state's typed records (``tools.records``) are dumped to dicts.
