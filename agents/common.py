@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Mapping
+from typing import Any
 
-from graph.context import Settings
 from tools.backends import select_backend
 from tools.phases import phase
 from tools.runner import Runner
+from tools.settings import Settings
 
 _RUNNERS: dict[str, Runner] = {}
 
 
-def settings(state: dict) -> Settings:
+def settings(state: Mapping[str, Any]) -> Settings:
     """Settings of this run (``state["options"]`` over defaults)."""
     return Settings.from_options(state.get("options"))
 
@@ -49,7 +51,7 @@ def emit(node: str, message: str, **data) -> None:
     write({"node": node, "message": message, **data})
 
 
-def runner(state: dict) -> Runner:
+def runner(state: Mapping[str, Any]) -> Runner:
     """The ``Runner`` of this run, created (and its suite built) on first use in this process.
 
     After a resume in a new process the suite is rebuilt (it is deterministic) and the
@@ -73,7 +75,7 @@ def runner(state: dict) -> Runner:
     return r
 
 
-def targets(state: dict) -> list[str]:
+def targets(state: Mapping[str, Any]) -> list[str]:
     """GPU targets of this run (``--targets``), resolved; see ``tools.gpu_compile.parse_targets``."""
     from tools.backends import local_target
     from tools.gpu_compile import parse_targets

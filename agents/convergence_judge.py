@@ -13,6 +13,8 @@ so far).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.common import forget_runner, runner_stats, settings, source_hash
 from kb import learn
@@ -21,14 +23,26 @@ from tools.records import EvalResult
 from tools.report import Status, build_report, write_run_folder
 from tools.source_edit import unified_diff
 
+if TYPE_CHECKING:
+    from graph.state import State
 
-def convergence_judge(state: dict) -> dict:
-    """Decide what happens next; on accept or abort, write the report and the run folder."""
+
+def convergence_judge(state: State) -> dict:
+    """Decide what happens next; on accept or abort, write the report and the run folder.
+
+    Reads ``error``, ``options``, ``triage``, ``audit``, ``iterations``, ``pending_patch``, ``last_eval``,
+    ``last_source``, ``best_eval``, ``best_source``, ``candidate_source``, ``diagnosis``, ``since_best``,
+    ``exhausted``, ``reason``, ``evaluations``, ``started_at``, ``tokens``, ``attempts``, ``decisions``, and
+    for the report every key ``tools.report.build_report`` reads. Writes ``attempts`` (one ``Attempt`` per
+    applied patch), ``pending_patch``, ``last_eval``, ``last_source`` (cleared), ``best_source``,
+    ``best_eval``, ``since_best``, ``route``, ``reason``, ``decisions``; at the end also ``verdict``,
+    ``report`` and ``repaired_source``, and the run folder on disk (``tools.report.write_run_folder``).
+    """
     s = settings(state)
     if state.get("error"):
         return _finish(state, {}, "invalid_input", state["error"])
     triage = state.get("triage", {})
-    audit = state.get("audit") or {}
+    audit: Mapping[str, Any] = state.get("audit") or {}
     if triage.get("status") == "pass" and not state.get("iterations"):
         if audit.get("passed"):
             return _finish(state, {}, "already_correct", "the candidate passes the whole suite and the audit")
@@ -41,29 +55,32 @@ def convergence_judge(state: dict) -> dict:
     last = state.get("last_eval")
     n = state.get("iterations", 0)
     if patch is not None and last is not None:
-        ev = EvalResult(**{k: v for k, v in last.items() if k != "source"})
+        ev = EvalResult.model_validate(last)
+        last_source = state["last_source"]
+        assert last_source is not None, "the hardware runner writes last_source with last_eval"
         best = EvalResult(**state["best_eval"])
         record = {"n": n, "operator": patch["operator"], "description": patch["description"],
                   "line": patch.get("line"), "status": ev.status, "failing_variants": len(ev.failing()),
                   "audit": "" if not audit else ("clean" if audit.get("passed") else "rejected"),
-                  "source_hash": source_hash(last["source"]), "diff": patch.get("diff", "")}
+                  "source_hash": source_hash(last_source), "diff": patch.get("diff", "")}
         update["attempts"] = [record]
         update["pending_patch"] = None
         update["last_eval"] = None
+        update["last_source"] = None
         if ev.passed and audit.get("passed"):
             with phase("learn"):
-                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"])
+                record["learned"] = learn.record(patch, state.get("diagnosis") or {}, state["best_source"], enabled=s.learn)
             return _finish(state, update, "repaired",
                            f"attempt {n} ({patch['operator']}) passes the search suite and the audit",
-                           repaired=last["source"])
+                           repaired=last_source)
         earlier = _earlier_source(state, record["source_hash"])
         if earlier:
             return _finish(state, update, "not_repaired",
                            f"oscillation: attempt {n} returns the candidate to the source of {earlier} "
                            "(it undoes an earlier edit)")
         if not ev.passed and _improves(ev.score(), best.score()):
-            update["best_source"] = last["source"]
-            update["best_eval"] = {k: v for k, v in last.items() if k != "source"}
+            update["best_source"] = last_source
+            update["best_eval"] = ev.model_dump()
             update["since_best"] = 0
             update["route"] = "retry_plan"
             update["reason"] = (f"attempt {n} improves ({len(ev.failing())} failing variants, "
@@ -102,14 +119,14 @@ def convergence_judge(state: dict) -> dict:
     return update
 
 
-def _earlier_source(state: dict, h: str) -> str | None:
+def _earlier_source(state: Mapping[str, Any], h: str) -> str | None:
     """Which earlier version (``the original`` or ``attempt N``) has content hash ``h``, if any."""
     if h == source_hash(state.get("candidate_source", "")):
         return "the original"
     return next((f"attempt {a['n']}" for a in state.get("attempts", []) if a.get("source_hash") == h), None)
 
 
-def _finish(state: dict, update: dict, status: Status, reason: str, repaired: str | None = None) -> dict:
+def _finish(state: Mapping[str, Any], update: dict, status: Status, reason: str, repaired: str | None = None) -> dict:
     state = {**state, **update, "attempts": list(state.get("attempts", [])) + list(update.get("attempts", []))}
     if status == "not_repaired" and any(a.get("audit") == "rejected" for a in state["attempts"]):
         status, reason = "rejected", reason + "; every patch that passed the search suite failed the integrity audit"

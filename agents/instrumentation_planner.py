@@ -11,22 +11,34 @@ intermediate joins the findings.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from agents.common import runner, source_hash
 from tools.diagnostics import diagnosis_of
 from tools.phases import phase
 from tools.probes import ProbeRequest, aggregate, findings
-from tools.records import EvalResult
+from tools.records import Diagnosis, EvalResult
+
+if TYPE_CHECKING:
+    from graph.state import State
 
 
-def instrumentation_planner(state: dict) -> dict:
-    """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful."""
-    prev = state.get("diagnosis") or {}
+def instrumentation_planner(state: State) -> dict:
+    """Diagnose the best candidate so far from its search-suite evaluation; run probes when useful.
+
+    Reads ``diagnosis``, ``best_source``, ``best_eval``, ``suite``, ``probe_request`` (and, for the runner,
+    ``run_dir``, ``reference_source``, ``options``, ``evaluations``). Writes ``diagnosis`` (reused while its
+    ``source`` key is the best source's), ``probe_request`` (cleared), ``evaluations`` (when probes ran).
+    """
+    prev: Mapping[str, Any] = state.get("diagnosis") or {}
     key = source_hash(state["best_source"])
     if prev.get("source") == key:  # the same source triage (or an earlier round) diagnosed: the same diagnosis
-        diag = {**prev, "findings": list(prev.get("findings", []))}
+        diag = Diagnosis.model_validate({**prev, "findings": list(prev.get("findings", []))})
     else:  # an edit changed the candidate: re-diagnose it with the same function on its evaluation
         with phase("diagnosis"):
-            diag = diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []), source_key=key)
+            diag = Diagnosis.model_validate(diagnosis_of(EvalResult(**state["best_eval"]), state.get("suite", []),
+                                                         source_key=key))
     update: dict = {"diagnosis": diag, "probe_request": None}
     asked = state.get("probe_request")
     if not asked and "nan_or_inf" not in diag["symptoms"]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.common import runner, settings
 from tools.integrity import (
@@ -30,15 +32,24 @@ from tools.integrity import (
     same_layout_variants,
 )
 from tools.phases import phase
-from tools.records import CompileReport, EvalResult, Finding
+from tools.records import Audit, CompileReport, EvalResult, Finding
+
+if TYPE_CHECKING:
+    from graph.state import State
 
 
-def integrity_auditor(state: dict) -> dict:
-    """Audit the candidate under test (the last patch if it passed, else the original)."""
+def integrity_auditor(state: State) -> dict:
+    """Audit the candidate under test (the last patch if it passed, else the original).
+
+    Reads ``last_eval``, ``last_source``, ``candidate_source``, ``reference_source``, ``triage``, ``compile``,
+    ``protected``, ``targets``, ``options``, ``iterations``, ``run_dir`` (and the runner's keys). Writes
+    ``audit`` (a ``tools.records.Audit``) and ``evaluations``; on disk ``attempts/NN/audit.json`` (a repair)
+    and ``integrity.log`` (error findings).
+    """
     started = time.monotonic()
-    last = state.get("last_eval")
-    is_repair = bool(last and last.get("status") == "pass")
-    source = last["source"] if is_repair else state["candidate_source"]
+    last = EvalResult.model_validate(state["last_eval"]) if state.get("last_eval") is not None else None
+    is_repair = last is not None and last.status == "pass"
+    source = state["last_source"] if is_repair else state["candidate_source"]
     r = runner(state)
     early = _start_compile(r, source, last, state.get("targets", [])) if is_repair else None
     with phase("audit"):
@@ -50,7 +61,7 @@ def integrity_auditor(state: dict) -> dict:
         findings = ascend_allowance(findings, state, source)
     held = run.heldout
     if is_repair:
-        seen_variants = held.variants + EvalResult(**{k: v for k, v in last.items() if k != "source"}).variants
+        seen_variants = held.variants + last.variants
     else:  # the original candidate: triage already ran it on the whole suite
         seen_variants = held.variants + EvalResult(**state["triage"]["eval"]).variants
     findings += process_findings(state.get("protected"), protected_fingerprint(
@@ -66,7 +77,7 @@ def integrity_auditor(state: dict) -> dict:
                                     message=f"the repair refuses inputs the candidate ran: {', '.join(sorted(refused))}"))
     original = CompileReport(**state["compile"]) if state.get("compile") else None
     if is_repair:
-        sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", []) + held.launch_signatures}
+        sigs = {json.dumps(x, sort_keys=True): x for x in last.launch_signatures + held.launch_signatures}
         with phase("gpu_compile"):  # only the wait: the compile of the search launches overlapped the audit run
             comp = _finish_compile(r, source, sigs, early, state.get("targets", []))
         findings += compile_findings(comp, original)
@@ -105,10 +116,10 @@ def integrity_auditor(state: dict) -> dict:
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "audit.json"), "w") as f:
             json.dump(audit, f, indent=1)
-    return {"audit": audit, "evaluations": r.evaluations}
+    return {"audit": Audit.model_validate(audit), "evaluations": r.evaluations}
 
 
-def _start_compile(r, source: str, last: dict, targets: list[str]):
+def _start_compile(r, source: str, last: EvalResult, targets: list[str]):
     """Compile the repair's search-suite launches in a thread while the audit run goes on (another warm worker).
 
     Returns:
@@ -116,7 +127,7 @@ def _start_compile(r, source: str, last: dict, targets: list[str]):
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    sigs = {json.dumps(x, sort_keys=True): x for x in last.get("launch_signatures", [])}
+    sigs = {json.dumps(x, sort_keys=True): x for x in last.launch_signatures}
     if not targets or not sigs:
         return None
     ex = ThreadPoolExecutor(1, thread_name_prefix="nearmiss-compile")
@@ -149,7 +160,7 @@ def deliberate_refusal(message: str) -> bool:
     return bool(m) and m.group(1).lstrip().startswith(("raise", "assert"))
 
 
-def _log(state: dict, source: str, findings: list[Finding]) -> None:
+def _log(state: Mapping[str, Any], source: str, findings: list[Finding]) -> None:
     """Append the audit's error findings to ``integrity.log`` in the run folder (one line each)."""
     errors = [f for f in findings if f.severity == "error"]
     if not errors or not state.get("run_dir"):

@@ -12,6 +12,8 @@ way the judge writes the report with the reason.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.common import settings, source_hash
 from agents.prompts import template
@@ -19,11 +21,20 @@ from kb.retrieve import rank_patterns
 from tools.llm import LLMCallError, LLMConfigError, call, config_from_env, count_message_tokens, make_chat_model
 from tools.llm_patch import AnswerError, parse_answer, patch_messages
 
+if TYPE_CHECKING:
+    from graph.state import State
+
 ZERO = {"prompt": 0, "completion": 0, "total": 0}
 
 
-def llm_patcher(state: dict) -> dict:
-    """Propose one LLM edit of ``best_source`` (``pending_patch``), a probe (``probe_request``), or stop."""
+def llm_patcher(state: State) -> dict:
+    """Propose one LLM edit of ``best_source`` (``pending_patch``), a probe (``probe_request``), or stop.
+
+    Reads ``options`` (the ``llm_*`` settings, ``token_budget``, ``time_budget``), ``tokens``, ``started_at``,
+    ``best_source``, ``reference_source``, ``diagnosis``, ``attempts``, ``decisions``, ``llm_calls``,
+    ``llm_notes``. Writes ``pending_patch``, ``probe_request``, ``exhausted``, ``tokens``, ``llm_calls``,
+    ``llm_notes``, ``engine`` (``llm``), ``tried`` (with a patch), ``reason`` (when it stops).
+    """
     s = settings(state)
     tokens = dict(state.get("tokens") or ZERO)
     calls: list[dict] = []
@@ -42,7 +53,7 @@ def llm_patcher(state: dict) -> dict:
         return stop(f"time budget spent ({s.time_budget:.0f} s) before the next LLM call")
     model = make_chat_model(cfg)
     source = state["best_source"]
-    diagnosis = state.get("diagnosis") or {}
+    diagnosis: Mapping[str, Any] = state.get("diagnosis") or {}
     patterns = [p for _, p in rank_patterns(diagnosis.get("symptoms", []))]
     history = _history(state) + list(state.get("llm_notes", []))
     probes_used = sum(c.get("outcome") == "probe" for c in state.get("llm_calls", []))
@@ -58,7 +69,7 @@ def llm_patcher(state: dict) -> dict:
             return stop(f"token budget: the next LLM call needs up to {prompt_est + cfg.max_tokens} tokens "
                         f"({prompt_est} prompt, estimated, + {cfg.max_tokens} completion) and {max(left, 0)} of "
                         f"{s.token_budget} are left")
-        rec = {"n": first_n + len(calls), "prompt_tokens_est": prompt_est}
+        rec: dict[str, Any] = {"n": first_n + len(calls), "prompt_tokens_est": prompt_est}
         try:
             res = call(model, messages)
         except LLMCallError as e:
@@ -86,13 +97,14 @@ def llm_patcher(state: dict) -> dict:
             return {"pending_patch": None, "probe_request": ans.probe, "exhausted": False, "tokens": tokens,
                     "llm_calls": calls, "llm_notes": notes, "engine": "llm"}
         calls.append({**rec, "outcome": "patch"})
+        assert ans.patch is not None, "an answer that is not a probe carries a patch (tools.llm_patch.parse_answer)"
         return {"pending_patch": ans.patch, "probe_request": None, "exhausted": False, "tokens": tokens,
                 "llm_calls": calls, "llm_notes": notes, "tried": [source_hash(ans.patch["source"])],
                 "engine": "llm"}
     return stop(f"no valid LLM edit in {s.llm_answers} answers; last error: {feedback[-1] if feedback else 'none'}")
 
 
-def _history(state: dict) -> list[dict]:
+def _history(state: Mapping[str, Any]) -> list[dict]:
     """Earlier applied attempts as ``{"what", "outcome"}``, with the judge's decision on each."""
     why = {d.get("n"): d.get("reason", "") for d in state.get("decisions", [])}
     out = []

@@ -13,6 +13,9 @@ shrunk (``tools.minimise``) so every screen runs on the smallest input that stil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
 from kb.engine import plan
@@ -20,9 +23,17 @@ from tools.derived import pair_edits
 from tools.phases import phase
 from tools.records import EvalResult
 
+if TYPE_CHECKING:
+    from graph.state import State
 
-def patcher(state: dict) -> dict:
-    """Dispatch to the repair engine that ``--patcher`` names (``auto``: patterns, then the LLM once exhausted)."""
+
+def patcher(state: State) -> dict:
+    """Dispatch to the repair engine that ``--patcher`` names (``auto``: patterns, then the LLM once exhausted).
+
+    Reads ``options`` (``patcher``) and ``engine``, then what the engine reads. Writes what
+    ``offline_patcher()`` or ``agents.llm_patcher.llm_patcher`` writes (with ``--patcher auto`` both
+    updates merged: ``tried`` of both, ``evaluations``).
+    """
     mode = settings(state).patcher
     if mode == "llm" or (mode == "auto" and state.get("engine") == "llm"):
         return llm_patcher(state)
@@ -35,15 +46,21 @@ def patcher(state: dict) -> dict:
     return update
 
 
-def offline_patcher(state: dict) -> dict:
-    """Choose the next patch with the offline engine (or None when no untried edit is left)."""
+def offline_patcher(state: State) -> dict:
+    """Choose the next patch with the offline engine (or None when no untried edit is left).
+
+    Reads ``options``, ``triage``, ``iterations``, ``diagnosis``, ``best_source``, ``best_eval``, ``tried``,
+    ``suite``, ``run_dir`` (and the runner's keys). Writes ``pending_patch`` (a ``tools.records.Patch`` dict
+    with its screen result and KB figures, or None), ``tried``, ``evaluations``, and when nothing is left ``exhausted``
+    and ``reason``.
+    """
     s = settings(state)
     if (state.get("triage") or {}).get("status") == "timeout" and not state.get("iterations"):
         # Every screen of an edit of a hanging kernel would wait out its deadline; no operator fixes a hang.
         return {"pending_patch": None, "exhausted": True,
                 "reason": "the candidate does not finish in time; no repair operator addresses a hang"}
     r = runner(state)
-    diag = state.get("diagnosis", {})
+    diag: Mapping[str, Any] = state.get("diagnosis", {})
     with phase("planning"):
         engine = plan(state["best_source"], diag, _tensor_params(state), tried=set(state.get("tried", [])), key=source_hash)
     patches = engine.patches
@@ -104,7 +121,7 @@ PAIR_LIMIT = 12
 _MINIMISED: dict[tuple[str, str, str], tuple[str, object, dict]] = {}
 
 
-def _minimised(r, state: dict, target: str, base_v, budget_left: int):
+def _minimised(r, state: Mapping[str, Any], target: str, base_v, budget_left: int):
     """Shrink the failing variant before screening (``tools.minimise``), once per source and variant.
 
     Returns:
@@ -128,7 +145,7 @@ def _minimised(r, state: dict, target: str, base_v, budget_left: int):
     return new, (res if new != target else base_v), (record if new != target else None)
 
 
-def _tensor_params(state: dict) -> list[str] | None:
+def _tensor_params(state: Mapping[str, Any]) -> list[str] | None:
     """Names of ModelNew.forward parameters that receive tensors in the default inputs."""
     import ast
 

@@ -9,6 +9,9 @@ node runs again from its start, so nothing before the interrupt may have side ef
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from langgraph.types import interrupt
 
 from tools.source_edit import parses, unified_diff
@@ -43,7 +46,7 @@ def parse_decision(value) -> dict:
     return {"action": action}
 
 
-def review_patch(state: dict, patch: dict) -> tuple[dict | None, dict]:
+def review_patch(state: Mapping[str, Any], patch: dict) -> tuple[dict | None, dict]:
     """Ask the reviewer about ``patch``; return the patch to apply (None when rejected) and the review record.
 
     An edited patch keeps the operator and gets the reviewer's source and a diff against

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.common import emit, make_run_dir, runner, settings, source_hash, targets
 from tools.backends import BackendUnavailable, select_backend
@@ -11,18 +13,29 @@ from tools.diagnostics import diagnosis_of
 from tools.gpu_compile import TargetError
 from tools.integrity import protected_fingerprint
 from tools.phases import phase
+from tools.records import Diagnosis
 from tools.replay import replay_command
 from tools.report import write_file_atomic
 from tools.runner import SuiteError
 from tools.suite import fit_budget
 from tools.task import TaskError, validate_sources
 
+if TYPE_CHECKING:
+    from graph.state import State
+
 CLASSIFICATION = {"pass": "pass", "mismatch": "numerical mismatch", "timeout": "timeout",
                   "compile_error": "compile error", "runtime_error": "runtime error"}
 
 
-def triage(state: dict) -> dict:
-    """Classify the candidate: compile error, runtime error, timeout, numerical mismatch, or pass."""
+def triage(state: State) -> dict:
+    """Classify the candidate: compile error, runtime error, timeout, numerical mismatch, or pass.
+
+    Reads ``candidate_source``, ``reference_source``, ``name``, ``options``, ``run_dir`` (when the CLI
+    prepared it). Writes ``started_at``, ``iterations``, ``evaluations``, ``tokens``, ``extra``, ``run_dir``,
+    ``backend``, ``suite``, ``targets``, ``protected``, ``compile``, ``triage``, ``diagnosis``, ``best_source``,
+    ``best_eval``; on invalid input only ``error`` and ``verdict`` (with the counters). On disk:
+    ``reference.py`` and ``original.py`` in the run folder.
+    """
     started = time.time()
     s = settings(state)
     update: dict = {"started_at": started, "iterations": 0, "evaluations": 0,
@@ -64,11 +77,11 @@ def triage(state: dict) -> dict:
             "compile": comp.model_dump(),
             "triage": {"status": status, "classification": classification, "eval": ev.model_dump(),
                        "summary": diag["summary"]},
-            "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
+            "diagnosis": Diagnosis.model_validate(diag), "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s), "moved_to_heldout": moved}}
 
 
-def _keep_sources(run_dir: str, state: dict) -> None:
+def _keep_sources(run_dir: str, state: Mapping[str, Any]) -> None:
     """Keep the reference and the original candidate in the run folder (the replay commands read them)."""
 
     for name, key in (("reference.py", "reference_source"), ("original.py", "candidate_source")):

@@ -55,7 +55,7 @@ class AgentInput(TypedDict, total=False):
     out: str
     """Folder for the debugger's run folders (``<out>/<candidate>/check`` and ``.../repair``)."""
     debug_options: dict
-    """Debugger options for every run (``targets``, ``max_iterations``...; see ``graph.context.Settings``)."""
+    """Debugger options for every run (``targets``, ``max_iterations``...; see ``tools.settings.Settings``)."""
 
 
 class AgentOutput(TypedDict, total=False):

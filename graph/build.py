@@ -17,8 +17,9 @@ from agents.instrumentation_planner import instrumentation_planner
 from agents.integrity_auditor import integrity_auditor
 from agents.patcher import patcher
 from agents.triage import triage
-from graph.context import Settings
 from graph.state import InputState, OutputState, State
+from tools.records import EvalResult
+from tools.settings import Settings
 
 
 # ------------------------------------------------------------------ routers
@@ -50,7 +51,9 @@ def route_runner(state: State) -> Literal["integrity_auditor", "convergence_judg
     """Audit only a patch that passes the search suite; a patch the reviewer rejected goes back to the patcher."""
     if not state.get("pending_patch"):
         return "patcher"
-    return "integrity_auditor" if (state.get("last_eval") or {}).get("status") == "pass" else "convergence_judge"
+    last = state.get("last_eval")
+    passed = last is not None and EvalResult.model_validate(last).status == "pass"
+    return "integrity_auditor" if passed else "convergence_judge"
 
 
 def route_judge(state: State) -> Literal["instrumentation_planner", "patcher", "__end__"]:

@@ -29,40 +29,68 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\n")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parse the CLI options of ARCHITECTURE §2."""
+def settings_flags() -> list:
+    """The ``tools.settings.Settings`` fields that are command-line flags (metadata ``cli``), in field order."""
+    from dataclasses import fields
+
+    from tools.settings import Settings
+
+    return [f for f in fields(Settings) if "cli" in f.metadata]
+
+
+def _add_settings_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per ``Settings`` field with ``cli`` metadata: name, type, help, choices and metavar from the field.
+
+    A bool field is ``store_true``; any other flag defaults to None (not given: the field's default).
+    """
+    import typing
+
+    from tools.settings import Settings
+
+    hints = typing.get_type_hints(Settings)
+    for f in settings_flags():
+        cli = f.metadata["cli"]
+        kw: dict = {k: cli[k] for k in ("choices", "metavar") if k in cli}
+        if "help" in cli:
+            kw["help"] = cli["help"].format(default=f.default)
+        typ = next((t for t in typing.get_args(hints[f.name]) if t is not type(None)), hints[f.name])
+        if typ is bool:
+            kw["action"] = "store_true"
+        else:
+            kw["default"] = None
+            if typ in (int, float):
+                kw["type"] = typ
+        p.add_argument("--" + f.name.replace("_", "-"), **kw)
+
+
+def settings_options(args: argparse.Namespace) -> dict:
+    """The ``options`` of the graph input from the parsed flags: the ``Settings`` flags given (folders absolute)."""
+    out = {}
+    for f in settings_flags():
+        v = getattr(args, f.name)
+        if v is not None and v is not False:
+            out[f.name] = os.path.abspath(v) if f.metadata.get("path") else v
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI of ARCHITECTURE §2: the task, ``--resume``, ``--reference``, the ``Settings`` flags, output flags."""
     p = _Parser(prog="python -m graph.run", description="Repair a near-miss Triton kernel against its PyTorch reference.")
     p.add_argument("task", nargs="?", help="task folder (reference.py, candidate.py[, task.toml]) or the candidate file")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last completed step")
     p.add_argument("--reference", help="reference file, when TASK is a candidate file")
-    p.add_argument("--out", help="run folder (default runs/<time>-<name>/; an existing one is never overwritten)")
-    p.add_argument("--backend", choices=["auto", "interpreter", "cuda", "npu"], default=None)
-    p.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None)
-    p.add_argument("--tolerance-profile", choices=["kernelbench", "ascend"], default=None,
-                   help="per-dtype tolerances of a target family (tools.tolerance_profiles; default kernelbench)")
-    p.add_argument("--llm-record", metavar="DIR", help="record every LLM request and response into DIR")
-    p.add_argument("--llm-replay", metavar="DIR", help="answer LLM requests from a --llm-record folder; no server")
-    p.add_argument("--targets", default=None,
-                   help="targets every kernel must compile for, e.g. sm_80,sm_90,gfx942,ascend910b3 (default: the local "
-                        "GPU, else sm_90; none to skip)")
-    p.add_argument("--max-iterations", type=int, default=None, help="attempt cap (default 8)")
-    p.add_argument("--max-evaluations", type=int, default=None, help="sandboxed evaluation processes (default 40)")
-    p.add_argument("--token-budget", type=int, default=None, help="LLM tokens before abort")
-    p.add_argument("--time-budget", type=float, default=None, help="wall-clock seconds before abort (default 1800)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per sandboxed evaluation (default 60)")
-    p.add_argument("--suite-budget", type=float, default=None,
-                   help="seconds one search-suite evaluation may take; slower passing variants move to the "
-                        "held-out part (default 20; 0: no limit)")
-    p.add_argument("--check", action="store_true", help="evaluate and audit the candidate as it is; no repair")
-    p.add_argument("--review", action="store_true",
-                   help="show each patch before it is applied and ask accept / reject / edit on stdin")
+    _add_settings_flags(p)
     p.add_argument("--json", action="store_true", help="print report.json on stdout")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run candidates without the OS sandbox where the kernel refuses namespaces (unsafe)")
-    p.add_argument("--accept-declared-limits", action="store_true",
-                   help="--check: a clean exception on a derived input is a declared limit, not a failure")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse the CLI options of ARCHITECTURE §2 (run knobs from ``tools.settings.Settings``)."""
+    p = build_parser()
     args = p.parse_args(argv)
     if not args.task and not args.resume:
         p.error("give a TASK (folder or candidate file) or --resume RUN_DIR")
@@ -96,7 +124,9 @@ def _progress(console: Console, node: str, update: dict, t0: float) -> None:
         if update.get("last_eval") is None:  # the reviewer rejected the patch
             console.print(f"{el} [bold]runner[/bold]  not applied: {update.get('reason', '')}")
             return
-        ev = update["last_eval"]
+        from tools.records import plain
+
+        ev = plain(update["last_eval"])  # an EvalResult
         bad = [v for v in ev.get("variants", []) if v["status"] != "pass"]
         errs = [e["max_abs_err"] for v in bad for e in v.get("errors", []) if not e["ok"]]
         worst = f", worst max abs err {max(errs):.3g}" if errs else ""
@@ -193,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents.common import make_run_dir
     from graph.build import build_graph
+    from graph.state import checkpoint_serde
     from tools.sandbox import SandboxUnavailable, allow_unsafe, check_sandbox
 
     allow_unsafe(args.unsafe_no_sandbox)
@@ -212,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {run_dir}: no checkpoints.sqlite to resume from", file=sys.stderr)
             return 2
         conn = sqlite3.connect(db, check_same_thread=False)
-        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        app = build_graph().compile(checkpointer=SqliteSaver(conn, serde=checkpoint_serde()))
         config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
         snap = app.get_state(config)
         if not snap.values:
@@ -234,15 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: --patcher {args.patcher or Settings().patcher}: {e}", file=sys.stderr)
                 return 2
         options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
-        options.update({k: v for k, v in {
-            "backend": args.backend, "patcher": args.patcher, "max_iterations": args.max_iterations,
-            "max_evaluations": args.max_evaluations, "token_budget": args.token_budget,
-            "time_budget": args.time_budget, "timeout": args.timeout, "check": args.check,
-            "suite_budget": args.suite_budget, "accept_declared_limits": args.accept_declared_limits,
-            "targets": args.targets, "review": args.review, "tolerance_profile": args.tolerance_profile,
-            "llm_record": args.llm_record and os.path.abspath(args.llm_record),
-            "llm_replay": args.llm_replay and os.path.abspath(args.llm_replay)}.items()
-            if v is not None and v is not False})
+        options.update(settings_options(args))
         from tools.ascend_compile import AscendUnavailable, require_env
         from tools.backends import local_target
         from tools.gpu_compile import TargetError, parse_targets
@@ -253,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if not args.check and options.get("patcher", Settings().patcher) in ("patterns", "auto") \
-                and os.environ.get("NEARMISS_EMBED_PRELOAD", "1") != "0":
+                and Settings().embed_preload:
             from kb import embed
 
             embed.preload()  # retrieval needs it unless the diagnosis text is cached; triage waits on processes
@@ -263,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(os.path.join(run_dir, "reference.py"), "w") as f:
             f.write(task.reference_source)
         conn = sqlite3.connect(os.path.join(run_dir, "checkpoints.sqlite"), check_same_thread=False)
-        app = build_graph().compile(checkpointer=SqliteSaver(conn))
+        app = build_graph().compile(checkpointer=SqliteSaver(conn, serde=checkpoint_serde()))
         config = {"configurable": {"thread_id": os.path.basename(run_dir)}, "recursion_limit": 200}
         stream_input = {"candidate_source": task.candidate_source, "reference_source": task.reference_source,
                         "name": task.name, "options": options, "run_dir": run_dir}

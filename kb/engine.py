@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ast
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
@@ -133,7 +135,7 @@ def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
     return learned, out, dense
 
 
-def plan(source: str, diagnosis: dict, tensor_params: list[str] | None = None, store: KBStore | None = None,
+def plan(source: str, diagnosis: Mapping[str, Any], tensor_params: list[str] | None = None, store: KBStore | None = None,
          tried: set[str] | None = None, key=lambda s: s) -> Plan:
     """All edits of the best candidate so far, learned replays first, then patterns, then mutations.
 

@@ -4,17 +4,19 @@ An entry holds the diagnosis' symptoms, the kernel categories, the operator (or 
 mutation) that produced the accepted edit with its parameters, the edit's description and
 diff, and the KB pattern it came from. ``kb.engine.plan`` replays matching entries before
 anything else. Entries live only in the local store (the cache folder, or the server of
-``NEARMISS_QDRANT_URL``), never in the package. ``NEARMISS_LEARN=0`` turns recording off.
+``NEARMISS_QDRANT_URL``), never in the package. ``NEARMISS_LEARN=0`` turns recording off
+(``tools.settings.Settings.learn``; the judge passes it).
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+from typing import Any
 
 from kb.store import KBStore, StoreError, open_store
 
 
-def distil(patch: dict, diagnosis: dict, source: str) -> dict:
+def distil(patch: dict, diagnosis: Mapping[str, Any], source: str) -> dict:
     """The learned entry for an accepted patch (``tools.records.Patch`` as a dict) and the diagnosis it answered."""
     from kb.engine import infer_categories
 
@@ -24,7 +26,8 @@ def distil(patch: dict, diagnosis: dict, source: str) -> dict:
             "pattern": patch.get("pattern")}
 
 
-def record(patch: dict, diagnosis: dict, source: str, store: KBStore | None = None) -> dict | None:
+def record(patch: dict, diagnosis: Mapping[str, Any], source: str, store: KBStore | None = None,
+           enabled: bool = True) -> dict | None:
     """Store the accepted repair; never fails the run.
 
     Args:
@@ -32,12 +35,13 @@ def record(patch: dict, diagnosis: dict, source: str, store: KBStore | None = No
         diagnosis: the diagnosis the patcher answered (its ``symptoms``).
         source: the candidate the patch was applied to (for its categories).
         store: an open store (default: open the default one for this call).
+        enabled: False records nothing (``tools.settings.Settings.learn``: ``NEARMISS_LEARN=0``).
 
     Returns:
         ``{"key", "new"}``, or None when learning is off, the diagnosis has no symptoms, or
         the store is unavailable (the reason goes to ``"error"`` then).
     """
-    if os.environ.get("NEARMISS_LEARN", "1") == "0" or not diagnosis.get("symptoms"):
+    if not enabled or not diagnosis.get("symptoms"):
         return None
     entry = distil(patch, diagnosis, source)
     try:

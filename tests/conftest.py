@@ -42,7 +42,8 @@ def axpy_swapped() -> str:
 UNIT_MODULES = {
     "test_compare", "test_diagnostics", "test_localise", "test_operators", "test_operators_more",
     "test_static_checks", "test_task", "test_evaluation_count", "test_judge", "test_llm_answers",
-    "test_phases", "test_embed_cache", "test_gpu_timing", "test_audit_overlap",
+    "test_phases", "test_embed_cache", "test_gpu_timing", "test_audit_overlap", "test_state_records",
+    "test_node_contracts", "test_cli_options",
 }
 
 

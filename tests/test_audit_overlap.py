@@ -4,7 +4,7 @@ import json
 import threading
 
 from agents.integrity_auditor import _finish_compile, _start_compile
-from tools.records import CompileReport, KernelCompile
+from tools.records import CompileReport, EvalResult, KernelCompile
 
 
 class _Runner:
@@ -21,14 +21,19 @@ class _Runner:
                                                        for s in signatures for t in targets])
 
 
+def _eval(*sigs):
+    """The last evaluation (an ``EvalResult``) that recorded these launch signatures."""
+    return EvalResult(status="pass", backend="interpreter", launch_signatures=list(sigs))
+
+
 def _sig(k):
     return {"kernel": k, "signature": {"x": "*fp32"}, "constexprs": {}, "divisible": []}
 
 
 def test_early_compile_plus_heldout_launches_equals_one_compile():
-    last = {"launch_signatures": [_sig("a"), _sig("b")]}
+    last = _eval(_sig("a"), _sig("b"))
     held = [_sig("b"), _sig("c")]
-    sigs = {json.dumps(x, sort_keys=True): x for x in last["launch_signatures"] + held}
+    sigs = {json.dumps(x, sort_keys=True): x for x in last.launch_signatures + held}
     one = _Runner().compile_check("src", list(sigs.values()), ["sm_90"])
     r = _Runner()
     early = _start_compile(r, "src", last, ["sm_90"])
@@ -39,7 +44,7 @@ def test_early_compile_plus_heldout_launches_equals_one_compile():
 
 def test_nothing_to_compile_early_falls_back_to_one_call():
     r = _Runner()
-    assert _start_compile(r, "src", {"launch_signatures": []}, ["sm_90"]) is None
-    assert _start_compile(r, "src", {"launch_signatures": [_sig("a")]}, []) is None
+    assert _start_compile(r, "src", _eval(), ["sm_90"]) is None
+    assert _start_compile(r, "src", _eval(_sig("a")), []) is None
     sigs = {json.dumps(_sig("c"), sort_keys=True): _sig("c")}
     assert _finish_compile(r, "src", sigs, None, ["sm_90"]).results[0].kernel == "c" and r.calls == [["c"]]

@@ -19,7 +19,7 @@ def state(best_failing: int, new_failing: int, new_source: str = "class ModelNew
     s = {"candidate_source": ORIGINAL, "best_source": ORIGINAL, "best_eval": evaluation(best_failing),
          "triage": {"status": "mismatch"}, "iterations": 1, "evaluations": 3, "options": {}, "attempts": [],
          "pending_patch": {"operator": "llm", "description": "edit", "line": 1, "source": new_source, "diff": ""},
-         "last_eval": {**evaluation(new_failing), "source": new_source}}
+         "last_eval": evaluation(new_failing), "last_source": new_source}
     s.update(extra)
     return s
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from tools.operator_base import Context, _is_tl, _names, _patch
 from tools.records import Patch
@@ -453,7 +455,7 @@ STRUCTURAL = {"ub_row_tiling", "grid_stride_loop"}
 STRUCTURAL_GROWTH = 4.0
 
 
-def ascend_allowance(findings: list, state: dict, source: str) -> list:
+def ascend_allowance(findings: list, state: Mapping[str, Any], source: str) -> list:
     """Relax the anti-degeneration findings for a structural repair of an Ascend resource fault.
 
     Tiling a row into a loop (or a grid into a grid-stride loop) is the repair the

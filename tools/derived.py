@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from tools.operator_base import Context, Kernel, _calls, _kw, _names, _patch, analyse
 from tools.records import Patch
@@ -503,7 +505,7 @@ def derive(source: str, diagnosis: dict, tensor_params: list[str] | None = None,
     return out
 
 
-def pair_edits(first: Patch, diagnosis: dict, tensor_params: list[str] | None = None, limit: int = 30) -> list[Patch]:
+def pair_edits(first: Patch, diagnosis: Mapping[str, Any], tensor_params: list[str] | None = None, limit: int = 30) -> list[Patch]:
     """Second edits on top of an edit that improved but did not fix: derived edits of the edited source.
 
     Bounded by ``limit``; each returned patch carries both edits (its ``source``) and both descriptions.

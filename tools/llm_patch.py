@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from string import Template
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -47,7 +49,7 @@ def number_lines(source: str) -> str:
     return "\n".join(f"{i:>{w}} | {ln}" for i, ln in enumerate(lines, 1))
 
 
-def describe_diagnosis(diagnosis: dict) -> str:
+def describe_diagnosis(diagnosis: Mapping[str, Any]) -> str:
     """Markdown lines for a diagnosis dict (``tools.diagnostics.diagnose``)."""
     out = [f"- summary: {diagnosis.get('summary') or 'none'}",
            f"- symptoms: {', '.join(diagnosis.get('symptoms', [])) or 'none'}",
@@ -84,7 +86,7 @@ def describe_attempts(attempts: list[dict]) -> str:
     return "\n".join(f"- {a.get('what', '')}: {a.get('outcome', '')}" for a in attempts)
 
 
-def patch_messages(system: Template, user: Template, *, candidate: str, reference: str, diagnosis: dict,
+def patch_messages(system: Template, user: Template, *, candidate: str, reference: str, diagnosis: Mapping[str, Any],
                    patterns: list[dict], attempts: list[dict], feedback: list[str]) -> list[tuple[str, str]]:
     """Chat messages asking for one edit of ``candidate``.
 

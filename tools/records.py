@@ -1,14 +1,21 @@
 """Typed records exchanged between tools, nodes and the report (pydantic).
 
-Nodes keep these records in the graph state as plain dicts (``model_dump()``), so the
-state stays serialisable for checkpointers; tools build and validate them.
+Evaluations (``EvalResult``) are built and validated by the tools. The graph state
+(``graph.state.State``) holds the records of this module as models: ``Diagnosis``,
+``Audit`` (with ``Finding`` items), ``Attempt``, ``Decision`` and ``EvalResult``
+(``last_eval``). LangGraph's checkpointer (``JsonPlusSerializer``) stores a pydantic v2 model
+as its module, class name and ``model_dump()`` and rebuilds it with the class; the types it may
+rebuild are ``CHECKPOINT_TYPES``. The state records keep read access by key (``record["x"]``,
+``record.get("x")``, ``{**record}``), so code written against the earlier dict convention
+reads them unchanged; ``plain`` turns them back into JSON-ready dicts (the report).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 EvalStatus = Literal["compile_error", "runtime_error", "timeout", "mismatch", "pass"]
 #: Severity order of statuses: an evaluation's status is the worst of its variants'.
@@ -107,7 +114,43 @@ class EvalResult(BaseModel):
         return (len(bad), sum(math.log10(1.0 + min(v.max_abs_err, 1e30)) for v in bad))
 
 
-class Finding(BaseModel):
+class ByKey(Mapping[str, Any]):
+    """A pydantic model read as a mapping: ``m["x"]``, ``m.get("x")``, ``"x" in m``, ``{**m}``, ``dict(m)``.
+
+    The keys are the model's fields, then its extra keys (``extra="allow"``); ``m["x"] = v`` sets one.
+    Equality stays the model's (same class, same values), not the mapping's.
+    """
+
+    def _names(self) -> list[str]:
+        model = type(self)
+        assert issubclass(model, BaseModel)
+        return [*model.model_fields, *(getattr(self, "__pydantic_extra__", None) or {})]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]  # keys, as a mapping (BaseModel: pairs)
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    __eq__ = BaseModel.__eq__
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dict it replaces
+
+
+class Record(ByKey, BaseModel):  # type: ignore[misc]  # __iter__: keys (ByKey), not pairs
+    """A record of the graph state: typed fields, extra keys kept (behaviour of the dict it replaces)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Finding(ByKey, BaseModel):  # type: ignore[misc]  # __iter__: keys (ByKey), not pairs
     """One integrity or diagnosis finding."""
 
     check: str
@@ -164,3 +207,79 @@ class CompileReport(BaseModel):
     def failures(self) -> list[KernelCompile]:
         """Kernel/target pairs that failed to compile."""
         return [r for r in self.results if r.ok is False]
+
+
+class FaultClass(Record):
+    """The likely fault class of a diagnosis (``tools.diagnostics.fault_class``)."""
+
+    name: str | None = None
+    because: list[str] = Field(default_factory=list, description="the symptoms that point at it")
+    reading: str = ""
+
+
+class Diagnosis(Record):
+    """The state's ``diagnosis``: what is wrong with the best candidate so far (``tools.diagnostics.diagnosis_of``).
+
+    Extra keys are kept: ``probes`` (the planner's probe results), the Ascend compile figures
+    (``tools.ascend_operators.ascend_diagnosis``).
+    """
+
+    symptoms: list[str] = Field(default_factory=list, description="symptom names (nan_or_inf, tail_only, ...)")
+    failing: list[str] = Field(default_factory=list, description="ids of the failing search variants")
+    smallest_failing: str | None = Field(None, description="id of the smallest failing variant (elements)")
+    fault_class: FaultClass = Field(default_factory=FaultClass)
+    localisation: list[dict] = Field(default_factory=list, description="relations found by tools.localise, "
+                                     "each {name, detail, variant, variants}")
+    findings: list[str] = Field(default_factory=list, description="one line each, most telling first")
+    summary: str = ""
+    source: str | None = Field(None, description="key of the diagnosed source (agents.common.source_hash)")
+
+
+class Audit(Record):
+    """The state's ``audit``: integrity audit of the last candidate that passed the search suite (``agents.integrity_auditor``)."""
+
+    passed: bool
+    findings: list[Finding] = Field(default_factory=list, description="one finding per check, errors reject")
+    heldout_status: str | None = Field(None, description="worst status on the held-out variants of the audit run")
+    variants_checked: int = Field(0, description="held-out variants run by the audit")
+    compile: dict | None = Field(None, description="CompileReport fields of the audited source")
+    wall_s: float | None = Field(None, description="seconds the audit took")
+
+
+class Attempt(Record):
+    """One applied patch in the state's ``attempts`` (``agents.convergence_judge``); ``learned`` is an extra key."""
+
+    n: int = Field(description="attempt number, 1-based")
+    operator: str
+    description: str = ""
+    line: int | None = None
+    status: str = Field("", description="search-suite status of the patched candidate")
+    failing_variants: int = 0
+    audit: str = Field("", description="'' (not audited), 'clean' or 'rejected'")
+    source_hash: str = ""
+    diff: str = ""
+
+
+class Decision(Record):
+    """One judge decision in the state's ``decisions``."""
+
+    n: int = Field(description="attempts applied when it was taken")
+    route: str = Field(description="accept, retry_plan, retry_patch or abort")
+    reason: str
+
+
+#: Record types a checkpoint may rebuild (``JsonPlusSerializer(allowed_msgpack_modules=...)``).
+CHECKPOINT_TYPES: list[tuple[str, str]] = [
+    (__name__, c.__name__) for c in (Diagnosis, FaultClass, Audit, Finding, Attempt, Decision,
+                                     EvalResult, VariantResult, TensorError, Patch, CompileReport, KernelCompile)]
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every pydantic model in it (in dicts, lists, tuples) replaced by its ``model_dump()``."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    return value

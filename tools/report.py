@@ -26,15 +26,20 @@ def build_report(state: dict, status: Status, reason: str, repaired: str | None,
         status: the verdict, one of ``STATUSES``.
         reason: the one-line reason of the last decision.
         repaired: the accepted repair's source, or None.
-        settings: the run's ``graph.context.Settings`` (for the LLM endpoint in the ``llm`` section).
+        settings: the run's ``tools.settings.Settings`` (for the LLM endpoint in the ``llm`` section).
+
+    Returns:
+        A JSON-ready dict: the state's typed records (``tools.records``) are dumped to dicts.
     """
+    from tools.records import plain
+
     audit = state.get("audit") or {"passed": None, "findings": []}
     attempts = list(state.get("attempts", []))
     triage = dict(state.get("triage") or {})
     triage.pop("eval", None)
     run_dir = state.get("run_dir")
     extra = state.get("extra") or {}
-    return {
+    return plain({
         "schema": SCHEMA,
         "name": state.get("name", ""),
         "status": status,
@@ -60,7 +65,7 @@ def build_report(state: dict, status: Status, reason: str, repaired: str | None,
         "startup_s_median": sorted(extra["startup_s"])[len(extra["startup_s"]) // 2] if extra.get("startup_s") else None,
         "repaired_path": f"{run_dir}/repaired.py" if repaired and run_dir else None,
         "error": state.get("error") or None,
-    }
+    })
 
 
 def _llm_section(state: dict, settings: Any) -> dict | None:
