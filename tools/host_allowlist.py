@@ -17,8 +17,9 @@ are how host computation or an escape hides from the other checks; each is an er
   ``torch.Tensor``): values computed lazily after ``forward`` returns;
 - a decorator named like ``jit``/``autotune``/``heuristics`` that is not Triton's (a host
   helper passing for a kernel);
-- torch compute in a lambda (a grid callable runs inside the launch) or in module-level
-  statements (import-time work).
+- torch compute in a lambda or in module-level statements (import-time work);
+- a grid callable that does more than launch-parameter arithmetic (``grid_findings``): it
+  runs inside the launch, where the dispatch watch ignores the interpreter's own copies.
 
 ``if __name__ == "__main__":`` blocks never run on import and are not audited.
 """
@@ -147,6 +148,7 @@ def host_findings(c) -> list[Finding]:
                 full = c.dotted(node) or ""
                 if full.split(".")[-1] in ("jit", "autotune", "heuristics") and full not in _TRITON_DECORATORS:
                     out.append(_finding(d, f"@{ast.unparse(d)} on {n.name} is not triton.jit"))
+    out += grid_findings(c)
     for n in c.tree.body:  # import-time work: module-level statements other than definitions
         if isinstance(n, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.With)):
             for x in ast.walk(n):
@@ -194,4 +196,177 @@ def gpu_semantics_findings(c) -> list[Finding]:
                 out.append(Finding(check="atomic_order", severity="warning",
                                    message=f"line {n.lineno}: tl.{n.func.attr}: a GPU applies atomics in no fixed "
                                            "order (float sums differ run to run); the interpreter shows one order"))
+    return out
+
+
+# ---------------------------------------------------------------- grid callables
+#: Methods a grid callable may call (shape queries and ``meta.get``).
+GRID_METHODS = {"numel", "size", "stride", "dim", "get"}
+_MAX_DEPTH = 6
+
+
+class _GridResolver:
+    """Resolve the grid of ``kernel[grid](...)`` to the code that runs when the launch calls it.
+
+    Followed: lambdas, ``def``s (nested or module-level), names bound to them (in the
+    enclosing functions, then the module), factories returning them, ``functools.partial``,
+    ``self.method`` and ``self.attr = ...`` of the enclosing class, and callable objects
+    (a class's ``__call__``). A grid that resolves to a tuple, list or number is static.
+    Anything else (a parameter, a subscript, an import) is unresolved: the audit run's
+    dispatch watch of the grid call (``tools.dynamic_checks``, ``grid_ops``) covers it.
+    """
+
+    def __init__(self, c) -> None:
+        self.c = c
+        self.parent: dict[int, ast.AST] = {}
+        for n in ast.walk(c.tree):
+            for ch in ast.iter_child_nodes(n):
+                self.parent[id(ch)] = n
+        self.top = {n.name: n for n in c.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    def _enclosing(self, node: ast.AST, kinds) -> list[ast.AST]:
+        out, n = [], self.parent.get(id(node))
+        while n is not None:
+            if isinstance(n, kinds):
+                out.append(n)
+            n = self.parent.get(id(n))
+        return out
+
+    def _bindings(self, name: str, at: ast.AST) -> list[ast.AST] | None:
+        """Definitions and assigned values of ``name`` visible from ``at``; None when it is a parameter."""
+        for fn in self._enclosing(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = fn.args
+            if name in {x.arg for x in a.args + a.posonlyargs + a.kwonlyargs} | {
+                    x.arg for x in (a.vararg, a.kwarg) if x is not None}:
+                return None
+            if isinstance(fn, ast.Lambda):
+                continue
+            found: list[ast.AST] = []
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name and n is not fn:
+                    found.append(n)
+                elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+                    found.append(n.value)
+                elif isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and isinstance(n.target, ast.Name) \
+                        and n.target.id == name and n.value is not None:
+                    found.append(n.value)
+            if found:
+                return found
+        if name in self.top:
+            return [self.top[name]]
+        return [n.value for n in self.c.tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+
+    def _returns(self, fn: ast.AST) -> list[ast.AST]:
+        if isinstance(fn, ast.Lambda):
+            return [fn.body]
+        own = []
+        stack = list(fn.body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Return) and n.value is not None:
+                own.append(n.value)
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.extend(ast.iter_child_nodes(n))
+        return own
+
+    def _method(self, cls: ast.ClassDef, name: str) -> ast.AST | None:
+        for b in cls.body:
+            if isinstance(b, ast.FunctionDef) and b.name == name:
+                return b
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and isinstance(self.top.get(base.id), ast.ClassDef):
+                m = self._method(self.top[base.id], name)
+                if m is not None:
+                    return m
+        return None
+
+    def callables(self, e: ast.AST, depth: int = 0) -> list[ast.AST]:
+        """The function bodies (``FunctionDef``/``Lambda``) a grid expression calls; [] when static or unknown."""
+        if depth > _MAX_DEPTH:
+            return []
+        if isinstance(e, ast.Lambda):
+            return [e]
+        if isinstance(e, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return [e]
+        if isinstance(e, ast.ClassDef):  # the class itself as grid: its constructor runs
+            return [m for m in (self._method(e, "__init__"), self._method(e, "__new__")) if m is not None]
+        if isinstance(e, ast.IfExp):
+            return self.callables(e.body, depth + 1) + self.callables(e.orelse, depth + 1)
+        if isinstance(e, ast.Name):
+            return [x for b in (self._bindings(e.id, e) or []) for x in self.callables(b, depth + 1)]
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+            cls = next(iter(self._enclosing(e, (ast.ClassDef,))), None)
+            if cls is None:
+                return []
+            m = self._method(cls, e.attr)
+            if m is not None:
+                return [m]
+            vals = [n.value for n in ast.walk(cls) if isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and t.attr == e.attr and isinstance(t.value, ast.Name)
+                and t.value.id == "self" for t in n.targets)]
+            return [x for v in vals for x in self.callables(v, depth + 1)]
+        if isinstance(e, ast.Call):
+            name = self.c.dotted(e.func) or ""
+            if name.split(".")[-1] == "partial" and e.args:
+                return self.callables(e.args[0], depth + 1)
+            out: list[ast.AST] = []
+            for f in self.callables(e.func, depth + 1):  # a factory: what it returns is the grid
+                if isinstance(f, ast.ClassDef):
+                    continue
+                out += [x for r in self._returns(f) for x in self.callables(r, depth + 1)]
+            for cls in self._classes(e.func):  # an instance: its __call__ is the grid
+                m = self._method(cls, "__call__")
+                if m is not None:
+                    out.append(m)
+            return out
+        return []
+
+    def _classes(self, e: ast.AST) -> list[ast.ClassDef]:
+        if isinstance(e, ast.Name):
+            return [b for b in (self._bindings(e.id, e) or []) if isinstance(b, ast.ClassDef)]
+        return []
+
+
+def _grid_body_findings(c, fn: ast.AST, resolver: _GridResolver, seen: set[int]) -> list[Finding]:
+    """Launch-parameter arithmetic only: allowed calls, no stores into objects, no nonlocal state."""
+    if id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    body = [fn.body] if isinstance(fn, ast.Lambda) else list(fn.body)
+    where = "a grid callable" + (f" ({fn.name})" if isinstance(fn, ast.FunctionDef) else "")
+    for root in body:
+        for x in ast.walk(root):
+            if isinstance(x, (ast.Nonlocal, ast.Global)):
+                return [_finding(x, f"`{ast.unparse(x)}` in {where}: a grid may only compute launch parameters")]
+            targets = x.targets if isinstance(x, ast.Assign) else [x.target] if isinstance(
+                x, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets):
+                return [_finding(x, f"`{ast.unparse(x)[:60]}` writes into an object in {where}: a grid may only "
+                                    "compute launch parameters")]
+            if isinstance(x, ast.Call):
+                name = c.dotted(x.func) or ""
+                if name in LAMBDA_CALLS or (isinstance(x.func, ast.Attribute) and x.func.attr in GRID_METHODS):
+                    continue
+                helpers = [h for h in resolver.callables(x.func) if isinstance(h, ast.FunctionDef)
+                           and id(h) not in {id(k) for k in c.kernels}] if isinstance(x.func, ast.Name) else []
+                if helpers:  # a helper of the file: held to the same rule
+                    sub = [f for h in helpers for f in _grid_body_findings(c, h, resolver, seen)]
+                    if sub:
+                        return sub
+                    continue
+                return [_finding(x, f"`{ast.unparse(x)[:60]}` in {where}: a grid runs inside the launch and may "
+                                    "only compute launch parameters (arithmetic on meta and shape values)")]
+    return []
+
+
+def grid_findings(c) -> list[Finding]:
+    """Host-code errors of every grid callable of a ``kernel[grid](...)`` launch (see ``_GridResolver``)."""
+    resolver = _GridResolver(c)
+    out: list[Finding] = []
+    seen: set[int] = set()
+    for n in _audited(c.tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
+            for fn in resolver.callables(n.func.slice):
+                out += _grid_body_findings(c, fn, resolver, seen)
     return out

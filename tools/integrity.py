@@ -94,6 +94,15 @@ def dynamic_findings(ev: EvalResult, backend: str) -> list[Finding]:
             continue
         if v.status in ("pass", "mismatch") and a.get("launches", 0) == 0:
             out.append(Finding(check="no_launch", severity="error", message=f"{vid}: the forward launched no Triton kernel"))
+        if a.get("grid_ops"):
+            out.append(Finding(check="grid_callable", severity="error",
+                               message=f"{vid}: the grid callable ran torch ops ({', '.join(sorted(set(a['grid_ops'])))}) "
+                                       "inside the launch: a grid may only compute launch parameters"))
+        if a.get("host_prologue"):
+            into = ", ".join(sorted({h["into"] for h in a["host_prologue"]}))
+            out.append(Finding(check="host_prologue", severity="error",
+                               message=f"{vid}: torch computed on the task inputs outside the kernels and the result "
+                                       f"reached {into}: host compute the kernel only passes on"))
         read, total = a.get("torch_read", 0), max(1, a.get("input_elements", 0))
         if a.get("torch_ops"):
             ops = ", ".join(sorted({o["op"] for o in a["torch_ops"]}))
