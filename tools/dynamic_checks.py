@@ -7,13 +7,16 @@ dict per variant); ``tools.integrity`` turns them into findings in the parent. F
   their grids started (grid product), the kernel names;
 - ``torch_ops``: aten ops executed outside launches that compute (allocation, views,
   copies, ``.contiguous()`` and dtype casts aside), with the elements each read, seen by a
-  ``TorchDispatchMode``; ops during a launch (the interpreter's own host copies) are ignored,
-  except those of the grid callable, which is candidate code run inside the launch;
-- ``grid_ops``: aten ops the grid callable ran (anything but size queries): a grid may
-  only compute launch parameters;
+  ``TorchDispatchMode``; ops during a launch are not counted there (the interpreter's own
+  host copies of the arguments);
+- ``launch_ops``: ``where: op`` for aten ops candidate code ran inside a launch: any op but a
+  size query in the grid callable, any compute op (``MOVEMENT_OPS`` aside, which are the
+  interpreter's own) elsewhere in the launch: a pre-run hook, a Python helper the kernel body
+  calls (the interpreter runs it), a callable passed as a constexpr. Kernel bodies compute in
+  numpy on the interpreter, so torch compute during a launch is never the kernel's;
 - ``host_prologue``: compute ops on the task inputs (not through a kernel) whose result
-  reached a kernel launch as an argument, or Python through ``.item()``: the kernel was fed
-  values the host computed from the inputs (a partial host fallback routed through the
+  reached a kernel launch as an argument, was read by code inside a launch, or reached Python
+  through ``.item()``: the kernel was fed values the host computed from the inputs (a partial host fallback routed through the
   kernel's own store, which fools the poisoned-store causality run);
 - ``outputs``: per returned tensor, its Python type, whether its storage overlaps an input,
   and where it came from: an argument of a launch (``kernel``), torch ops on launch
@@ -108,13 +111,16 @@ class _OpWatch(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         p = self.probe
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-        if p.in_grid:  # candidate code inside the launch: the grid callable
-            if name not in GRID_QUERY_OPS and len(p.grid_ops) < 20:
-                p.grid_ops.append(name)
-            return out
-        if p.in_launch:
-            return out  # the interpreter's own copies of the launch arguments
         ins = _tensors((args, kwargs))
+        if p.in_launch:
+            if p.in_grid and name not in GRID_QUERY_OPS and len(p.launch_ops) < 20:
+                p.launch_ops.append(f"grid callable: {name}")
+            elif not p.in_grid and name not in MOVEMENT_OPS and len(p.launch_ops) < 20:
+                p.launch_ops.append(f"inside the launch: {name}")
+            if len(p.host_prologue) < 20 and any(t.untyped_storage().data_ptr() in p.host_computed
+                                                 for t in ins if t.untyped_storage().nbytes()):
+                p.host_prologue.append({"op": name, "into": f"code inside a launch ({name})"})
+            return out  # otherwise the interpreter's own copies of the launch arguments
         if name not in MOVEMENT_OPS:
             p.torch_ops.append({"op": name, "read": int(sum(t.numel() for t in ins))})
         ptrs = {t.untyped_storage().data_ptr() for t in ins if t.untyped_storage().nbytes()}
@@ -161,7 +167,7 @@ class AuditProbe:
         self.arg_storages: set[int] = set()
         self.tainted: set[int] = set()
         self.torch_ops: list[dict] = []
-        self.grid_ops: list[str] = []
+        self.launch_ops: list[str] = []
         self.from_inputs: set[int] = set()  # storages holding the task inputs or data moved or computed from them
         self.host_computed: set[int] = set()  # ... computed from them by torch on the host (not through a kernel)
         self.host_prologue: list[dict] = []
@@ -280,7 +286,7 @@ class AuditProbe:
                 "launch_dtypes": sorted({d for r in self.launches for d in r["dtypes"]}),
                 "input_dtypes": sorted({str(x.dtype).replace("torch.", "") for x in ins if x.is_floating_point()}),
                 "input_elements": int(sum(x.numel() for x in ins)),
-                "torch_ops": self.torch_ops[:50], "grid_ops": self.grid_ops, "host_prologue": self.host_prologue,
+                "torch_ops": self.torch_ops[:50], "launch_ops": self.launch_ops, "host_prologue": self.host_prologue,
                 "torch_read": int(sum(o["read"] for o in self.torch_ops)),
                 "outputs": outs, "non_tensor_outputs": non_tensor, "reused_buffers": reused, "stale": stale,
                 "out_digest": out_d, "poisoned": self.poisoned}

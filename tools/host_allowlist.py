@@ -19,7 +19,11 @@ are how host computation or an escape hides from the other checks; each is an er
   helper passing for a kernel);
 - torch compute in a lambda or in module-level statements (import-time work);
 - a grid callable that does more than launch-parameter arithmetic (``grid_findings``): it
-  runs inside the launch, where the dispatch watch ignores the interpreter's own copies.
+  runs inside the launch, where the dispatch watch ignores the interpreter's own copies;
+- other code Triton runs inside a launch: pre-run hooks (``add_pre_run_hook``), and a call in
+  a kernel body to anything but ``tl``/``triton``, the file's kernels, ``math``, the kernel's
+  locals and parameters and a few builtins (``kernel_call_findings``): the interpreter runs
+  any Python function a kernel calls.
 
 ``if __name__ == "__main__":`` blocks never run on import and are not audited.
 """
@@ -49,6 +53,12 @@ HOST_VALUE_METHODS = {"tolist", "numpy", "__array__", "__dlpack__"}
 #: Calls allowed in a lambda (launch-parameter arithmetic).
 LAMBDA_CALLS = {"triton.cdiv", "triton.next_power_of_2", "max", "min", "int", "len", "math.ceil", "math.floor",
                 "math.log2", "math.sqrt", "abs", "round", "tuple"}
+#: Kernel attributes and methods that register code Triton runs inside a launch.
+LAUNCH_HOOKS = {"add_pre_run_hook", "pre_run_hooks"}
+#: Python builtins a ``@triton.jit`` body may call (Triton's code generator accepts them).
+KERNEL_BUILTINS = {"range", "min", "max", "len", "int", "float", "bool", "print", "isinstance", "tuple", "list",
+                   "zip", "enumerate", "abs", "getattr", "hasattr", "type", "round", "divmod", "pow", "static_print",
+                   "static_assert"}
 #: The one product API a candidate may import: the AscendC launch of the emulator backend (the
 #: direct-launch form, README "AscendC kernels on a CPU emulator"); ``from tools.ascendc import launch``.
 LAUNCH_API = ("tools.ascendc", "launch")
@@ -126,6 +136,12 @@ def host_findings(c) -> list[Finding]:
                 out.append(_finding(n, f"{name}() reaches names the audit cannot follow"))
             elif isinstance(n.func, ast.Attribute) and n.func.attr in HOST_VALUE_METHODS:
                 out.append(_finding(n, f".{n.func.attr}() moves tensor values to the host"))
+            elif isinstance(n.func, ast.Attribute) and n.func.attr in LAUNCH_HOOKS:
+                out.append(_finding(n, f".{n.func.attr}(): code Triton runs inside the launch, out of the watch"))
+        elif isinstance(n, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Attribute) and t.attr in LAUNCH_HOOKS
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+            out.append(_finding(n, "writes a kernel's launch hooks: code Triton runs inside the launch"))
         elif isinstance(n, ast.Lambda):
             for x in ast.walk(n.body):
                 if isinstance(x, ast.Call):
@@ -149,6 +165,7 @@ def host_findings(c) -> list[Finding]:
                 if full.split(".")[-1] in ("jit", "autotune", "heuristics") and full not in _TRITON_DECORATORS:
                     out.append(_finding(d, f"@{ast.unparse(d)} on {n.name} is not triton.jit"))
     out += grid_findings(c)
+    out += kernel_call_findings(c)
     for n in c.tree.body:  # import-time work: module-level statements other than definitions
         if isinstance(n, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.With)):
             for x in ast.walk(n):
@@ -213,7 +230,7 @@ class _GridResolver:
     ``self.method`` and ``self.attr = ...`` of the enclosing class, and callable objects
     (a class's ``__call__``). A grid that resolves to a tuple, list or number is static.
     Anything else (a parameter, a subscript, an import) is unresolved: the audit run's
-    dispatch watch of the grid call (``tools.dynamic_checks``, ``grid_ops``) covers it.
+    dispatch watch of the grid call (``tools.dynamic_checks``, ``launch_ops``) covers it.
     """
 
     def __init__(self, c) -> None:
@@ -369,4 +386,45 @@ def grid_findings(c) -> list[Finding]:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
             for fn in resolver.callables(n.func.slice):
                 out += _grid_body_findings(c, fn, resolver, seen)
+    return out
+
+
+# ---------------------------------------------------------------- calls in kernel bodies
+def kernel_call_findings(c) -> list[Finding]:
+    """Calls in ``@triton.jit`` bodies that leave Triton: on the interpreter they run as host Python.
+
+    Allowed targets: names resolving to ``triton.*`` (``tl``, libdevice), the file's Triton
+    kernels and functions with a ``triton.*`` decorator (``constexpr_function``), ``math``,
+    ``KERNEL_BUILTINS``, and the kernel's own parameters and locals (a ``@triton.jit``
+    function passed as a constexpr; methods of its values such as ``x.to(...)``). A callable
+    passed as an argument is not resolved here: the audit run's ``launch_ops`` covers it.
+    """
+    from tools.candidate_ast import triton_kernels
+
+    kernels = triton_kernels(c.tree)
+    names = {k.name for k in kernels}
+    for n in c.tree.body:
+        if isinstance(n, ast.FunctionDef) and any((c.dotted(d.func if isinstance(d, ast.Call) else d) or "")
+                                                  .startswith("triton.") for d in n.decorator_list):
+            names.add(n.name)
+    out: list[Finding] = []
+    for k in kernels:
+        a = k.args
+        local = {x.arg for x in a.args + a.posonlyargs + a.kwonlyargs}
+        local |= {x.id for x in ast.walk(k) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        for x in ast.walk(k):
+            if not isinstance(x, ast.Call):
+                continue
+            root = x.func
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if not isinstance(root, ast.Name):
+                continue  # a method of a computed value: (a + b).to(...)
+            full = c.aliases.get(root.id, root.id)
+            if root.id in local or root.id in names or root.id in KERNEL_BUILTINS or full.split(".")[0] in (
+                    "triton", "math"):
+                continue
+            out.append(_finding(x, f"`{ast.unparse(x)[:60]}` in kernel {k.name}: a kernel may call only Triton, "
+                                   "the file's kernels and builtins (the interpreter would run this as host Python)"))
+            break
     return out

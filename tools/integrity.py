@@ -94,10 +94,11 @@ def dynamic_findings(ev: EvalResult, backend: str) -> list[Finding]:
             continue
         if v.status in ("pass", "mismatch") and a.get("launches", 0) == 0:
             out.append(Finding(check="no_launch", severity="error", message=f"{vid}: the forward launched no Triton kernel"))
-        if a.get("grid_ops"):
-            out.append(Finding(check="grid_callable", severity="error",
-                               message=f"{vid}: the grid callable ran torch ops ({', '.join(sorted(set(a['grid_ops'])))}) "
-                                       "inside the launch: a grid may only compute launch parameters"))
+        if a.get("launch_ops"):
+            out.append(Finding(check="launch_callable", severity="error",
+                               message=f"{vid}: candidate code ran torch ops inside a launch "
+                                       f"({', '.join(sorted(set(a['launch_ops'])))}): a grid callable may only compute "
+                                       "launch parameters, and nothing else of the candidate runs inside a launch"))
         if a.get("host_prologue"):
             into = ", ".join(sorted({h["into"] for h in a["host_prologue"]}))
             out.append(Finding(check="host_prologue", severity="error",

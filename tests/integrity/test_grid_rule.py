@@ -3,7 +3,7 @@
 A grid callable runs inside the launch; whatever form it takes (a ``def``, a lambda, a
 ``functools.partial``, a method, a callable object, a name bound to one, a factory's
 result) it may only compute launch parameters. The audit run's watch of the grid call
-(``grid_callable``) covers what the resolution cannot follow; see the corpus.
+(``launch_callable``) covers what the resolution cannot follow; see the corpus.
 """
 
 import pytest
@@ -81,11 +81,11 @@ def _ev(**audit) -> EvalResult:
         variant_id="default/seed1", status="pass", launches=1, audit={**base, **audit})])
 
 
-def test_grid_ops_and_host_prologue_facts_are_errors():
-    checks = {f.check: f.severity for f in dynamic_findings(_ev(grid_ops=["add", "copy_"]), "interpreter")}
-    assert checks.get("grid_callable") == "error"
+def test_launch_ops_and_host_prologue_facts_are_errors():
+    checks = {f.check: f.severity for f in dynamic_findings(_ev(launch_ops=["add", "copy_"]), "interpreter")}
+    assert checks.get("launch_callable") == "error"
     prologue = [{"op": "launch", "into": "_k tensor argument 2"}]
     checks = {f.check: f.severity for f in dynamic_findings(_ev(host_prologue=prologue), "interpreter")}
     assert checks.get("host_prologue") == "error"
-    assert not {f.check for f in dynamic_findings(_ev(grid_ops=[], host_prologue=[]), "interpreter")} & {
-        "grid_callable", "host_prologue"}
+    assert not {f.check for f in dynamic_findings(_ev(launch_ops=[], host_prologue=[]), "interpreter")} & {
+        "launch_callable", "host_prologue"}

@@ -2,7 +2,7 @@
 static resolution of grids does not follow: the audit run's watch of the grid call sees it.
 
 reference: vadd
-expect: grid_callable
+expect: launch_callable
 """
 import torch
 import torch.nn as nn

@@ -2,7 +2,7 @@
 dispatch watch ignores the interpreter's own copies); the kernel only copies it.
 
 reference: vadd
-expect: host_code, grid_callable
+expect: host_code, launch_callable
 """
 import torch
 import torch.nn as nn
