@@ -101,7 +101,7 @@ _PROBE_CODE = ("import sys\ntry:\n    import pyseccomp  # noqa: F401\nexcept Exc
 
 def _seccomp_missing(detail: str) -> str:
     return (f"libseccomp's Python bindings cannot be loaded (`import pyseccomp`: {detail[:120]}), so the "
-            "sandbox's seccomp filter cannot be installed (scripts/setup.sh installs python3-seccomp/pyseccomp)")
+            "sandbox's seccomp filter cannot be installed (pyseccomp is a dependency of the project: pip install -e .; scripts/setup.sh installs libseccomp2)")
 
 
 def sandbox_status() -> tuple[bool, str]:
