@@ -14,6 +14,8 @@ dict per variant); ``tools.integrity`` turns them into findings in the parent. F
   interpreter's own) elsewhere in the launch: a pre-run hook, a Python helper the kernel body
   calls (the interpreter runs it), a callable passed as a constexpr. Kernel bodies compute in
   numpy on the interpreter, so torch compute during a launch is never the kernel's;
+- ``host_scalars``: values of the inputs (or of host results on them) moved into Python
+  (``.item()``, ``float(t)``, iterating a tensor: aten ``_local_scalar_dense``);
 - ``host_prologue``: compute ops on the task inputs (not through a kernel) whose result
   reached a kernel launch as an argument, was read by code inside a launch, or reached Python
   through ``.item()``: the kernel was fed values the host computed from the inputs (a partial host fallback routed through the
@@ -132,6 +134,8 @@ class _OpWatch(TorchDispatchMode):
             return out
         if ptrs & p.tainted:
             p.tainted |= outs
+        if name == "_local_scalar_dense" and ptrs & (p.from_inputs | p.host_computed):
+            p.host_scalars += 1  # a value of the inputs moved into Python
         if ptrs & p.host_computed or (name not in MOVEMENT_OPS and ptrs & p.from_inputs):
             p.host_computed |= outs  # computed on the host from the inputs (or moved from such a result)
             if name == "_local_scalar_dense" and len(p.host_prologue) < 20:
@@ -171,6 +175,7 @@ class AuditProbe:
         self.from_inputs: set[int] = set()  # storages holding the task inputs or data moved or computed from them
         self.host_computed: set[int] = set()  # ... computed from them by torch on the host (not through a kernel)
         self.host_prologue: list[dict] = []
+        self.host_scalars = 0
 
     def _wrap_launchers(self) -> None:
         import triton.runtime.jit as jit
@@ -287,6 +292,7 @@ class AuditProbe:
                 "input_dtypes": sorted({str(x.dtype).replace("torch.", "") for x in ins if x.is_floating_point()}),
                 "input_elements": int(sum(x.numel() for x in ins)),
                 "torch_ops": self.torch_ops[:50], "launch_ops": self.launch_ops, "host_prologue": self.host_prologue,
+                "host_scalars": self.host_scalars,
                 "torch_read": int(sum(o["read"] for o in self.torch_ops)),
                 "outputs": outs, "non_tensor_outputs": non_tensor, "reused_buffers": reused, "stale": stale,
                 "out_digest": out_d, "poisoned": self.poisoned}

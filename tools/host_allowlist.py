@@ -9,7 +9,11 @@ are how host computation or an escape hides from the other checks; each is an er
   ``.tolist()`` (values moved to Python for ``math`` or loops);
 - torch reached in ways a name check cannot resolve: ``getattr`` with a non-constant name,
   dunder methods (``x.__matmul__``), ``operator.methodcaller``/``attrgetter``, ``torch._C``,
-  ``sys.modules``, frames (``sys._getframe``, ``inspect``), ``gc``;
+  ``sys.modules``, frames (``sys._getframe``, ``inspect``, ``sys.exc_info``, ``traceback``,
+  ``tb_frame``/``f_back``/``f_locals``...: the audit worker's own objects), ``gc``;
+- files by another name: ``posix``/``_io`` (the private twins of ``os``/``io``),
+  ``torch.serialization``/``torch.load``;
+- attributes set on a Triton kernel object (code stashed where the scope does not follow);
 - code loaded or run out of sight: ``marshal``, ``importlib``, ``types.FunctionType``/``CodeType``;
 - native code, threads and processes: ``ctypes``, ``cffi``, ``threading``, ``_thread``,
   ``multiprocessing``, ``_posixsubprocess``, ``signal``, ``os`` process and fd calls;
@@ -38,6 +42,8 @@ from tools.records import Finding
 FORBIDDEN_MODULES = {"numpy", "scipy", "marshal", "importlib", "ctypes", "cffi", "threading", "_thread",
                      "multiprocessing", "_posixsubprocess", "signal", "gc", "inspect", "types", "operator",
                      "code", "codeop", "pickle", "dill", "cloudpickle", "numba", "jax", "cupy", "concurrent",
+                     # private twins of os/io and the frame walkers: files, fds and frames by another name
+                     "posix", "nt", "_io", "_os", "traceback", "_socket", "faulthandler",
                      # the product's own modules: its probes, protocol and sandbox are not a kernel's business
                      "tools", "agents", "graph", "kb", "nearmiss"}
 #: Dotted names (after alias resolution) that are errors wherever they appear.
@@ -45,7 +51,12 @@ FORBIDDEN_NAMES = ("torch._C", "sys.modules", "sys._getframe", "sys.settrace", "
                    "sys.addaudithook", "builtins.__dict__", "torch._dynamo", "torch.ops.aten", "torch.utils._python_dispatch",
                    "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
                    "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn", "os.system", "os.popen", "os._exit",
-                   "os.environ")
+                   "os.environ", "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.last_exc",
+                   "torch.serialization", "torch.load", "torch.save")
+#: Attributes that walk from a traceback, generator or frame to other frames' variables (the
+#: audit worker's probe among them): errors wherever they appear.
+FRAME_ATTRS = {"tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "gi_frame",
+               "cr_frame", "ag_frame", "gi_code", "cr_code"}
 #: Dunder attributes host code may use.
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__file__"}
 #: Methods that move tensor values into Python or numpy (host computation).
@@ -69,6 +80,12 @@ _TRITON_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics", "tri
 def _finding(node: ast.AST, message: str, severity: str = "error") -> Finding:
     line = getattr(node, "lineno", None)
     return Finding(check="host_code", severity=severity, message=f"line {line}: {message}" if line else message)
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _main_guard(n: ast.AST) -> bool:
@@ -102,6 +119,7 @@ def host_findings(c) -> list[Finding]:
     out: list[Finding] = []
     real = triton_kernels(c.tree)  # decorators resolved through the imports, not by their last name
     kernels = {id(k) for k in real}
+    kernel_names = {k.name for k in real}
     in_kernel: set[int] = set()
     for k in real:
         in_kernel |= {id(x) for x in ast.walk(k)}
@@ -125,6 +143,8 @@ def host_findings(c) -> list[Finding]:
             name = c.dotted(n) or ""
             if any(name == x or name.startswith(x + ".") for x in FORBIDDEN_NAMES):
                 out.append(_finding(n, f"{name}: not host code (interpreter internals, module table, processes, signals, fds or the environment)"))
+            elif n.attr in FRAME_ATTRS:
+                out.append(_finding(n, f"`{ast.unparse(n)[:60]}`: frames reach the audit's own variables"))
             elif n.attr.startswith("__") and n.attr.endswith("__") and n.attr not in ALLOWED_DUNDERS:
                 out.append(_finding(n, f"`{ast.unparse(n)}`: a dunder method called by name hides the operation"))
         elif isinstance(n, ast.Call):
@@ -139,9 +159,10 @@ def host_findings(c) -> list[Finding]:
             elif isinstance(n.func, ast.Attribute) and n.func.attr in LAUNCH_HOOKS:
                 out.append(_finding(n, f".{n.func.attr}(): code Triton runs inside the launch, out of the watch"))
         elif isinstance(n, (ast.Assign, ast.AugAssign)) and any(
-                isinstance(t, ast.Attribute) and t.attr in LAUNCH_HOOKS
+                isinstance(t, ast.Attribute) and (t.attr in LAUNCH_HOOKS or _root(t) in kernel_names)
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
-            out.append(_finding(n, "writes a kernel's launch hooks: code Triton runs inside the launch"))
+            out.append(_finding(n, f"`{ast.unparse(n)[:60]}` sets an attribute of a Triton kernel (code or "
+                                   "state stashed where the host-code checks do not follow, or launch hooks)"))
         elif isinstance(n, ast.Lambda):
             for x in ast.walk(n.body):
                 if isinstance(x, ast.Call):
