@@ -17,8 +17,18 @@ of ``tools.sandbox`` and the seccomp filter of ``install_seccomp`` (libseccomp t
 
 from __future__ import annotations
 
+import errno
 import os
+import socket as _socket
 import sys
+
+# Imported here, not when the filter is installed: the warm worker imports this module before
+# it forks evaluations, so a module a candidate plants on a later child's import path (its
+# scratch folder) cannot stand in for the bindings that confine that child.
+try:
+    import pyseccomp as _seccomp
+except Exception:  # noqa: BLE001 - ImportError, or OSError when libseccomp.so is absent
+    _seccomp = None
 
 _PROCESS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                       "os.forkpty", "pty.spawn", "os.startfile"})
@@ -100,13 +110,10 @@ def install_seccomp(allow_exec: bool = False) -> bool:
     Returns:
         True when the filter is loaded; False when libseccomp is missing (the caller decides).
     """
-    try:
-        import pyseccomp as sc
-    except (ImportError, OSError):
+    sc = _seccomp
+    if sc is None:
         return False
-    import errno
-    import socket as _s
-
+    _s = _socket
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     deny = sc.ERRNO(errno.EPERM)
     for name in SECCOMP_DENY + (() if allow_exec else SECCOMP_DENY_PROCESS):

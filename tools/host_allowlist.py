@@ -64,6 +64,8 @@ HOST_VALUE_METHODS = {"tolist", "numpy", "__array__", "__dlpack__"}
 #: Calls allowed in a lambda (launch-parameter arithmetic).
 LAMBDA_CALLS = {"triton.cdiv", "triton.next_power_of_2", "max", "min", "int", "len", "math.ceil", "math.floor",
                 "math.log2", "math.sqrt", "abs", "round", "tuple"}
+#: Module globals that reach builtins (``__builtins__["open"]``) or the import machinery.
+HIDDEN_NAMES = {"__builtins__", "__loader__", "__spec__", "__import__"}
 #: Kernel attributes and methods that register code Triton runs inside a launch.
 LAUNCH_HOOKS = {"add_pre_run_hook", "pre_run_hooks"}
 #: Python builtins a ``@triton.jit`` body may call (Triton's code generator accepts them).
@@ -139,6 +141,8 @@ def host_findings(c) -> list[Finding]:
             continue
         if id(n) in in_kernel:
             continue
+        if isinstance(n, ast.Name) and n.id in HIDDEN_NAMES:
+            out.append(_finding(n, f"{n.id}: reaches builtins or the import machinery by another name"))
         if isinstance(n, ast.Attribute):
             name = c.dotted(n) or ""
             if any(name == x or name.startswith(x + ".") for x in FORBIDDEN_NAMES):
