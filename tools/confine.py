@@ -92,7 +92,9 @@ SECCOMP_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umo
                 "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "kexec_load", "init_module",
                 "finit_module", "delete_module", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
                 "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "personality",
-                "fanotify_init")
+                "fanotify_init",
+                # signals through process file descriptors reach other processes as kill() would
+                "pidfd_open", "pidfd_send_signal", "pidfd_getfd")
 #: Also refused for candidate code: a new process or program (threads stay allowed).
 SECCOMP_DENY_PROCESS = ("execve", "execveat", "fork", "vfork")
 
@@ -101,7 +103,7 @@ def install_seccomp(allow_exec: bool = False) -> bool:
     """Install the worker's seccomp filter (irreversible; inherited by threads).
 
     Refuses with EPERM: sockets of any family but ``AF_UNIX``; ptrace and cross-process
-    memory access; mount, unshare, setns and similar namespace or kernel-state calls;
+    memory access; ``pidfd_*`` (signals and descriptors of other processes); mount, unshare, setns and similar namespace or kernel-state calls;
     ``kill``/``tgkill`` aimed at any process but this one; and, unless ``allow_exec``
     (the GPU compile worker runs ``ptxas``), ``execve``, ``fork``, ``vfork``, ``clone``
     without ``CLONE_THREAD`` and ``clone3`` (ENOSYS, so the C library falls back to

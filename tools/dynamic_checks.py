@@ -113,6 +113,9 @@ class _OpWatch(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         p = self.probe
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        ns = getattr(func, "namespace", "aten")
+        if ns not in ("aten", "prims"):
+            name = f"{ns}::{name}"  # a custom op named like a movement op is not one
         ins = _tensors((args, kwargs))
         if p.in_launch:
             if p.in_grid and name not in GRID_QUERY_OPS and len(p.launch_ops) < 20:

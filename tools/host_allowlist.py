@@ -43,7 +43,7 @@ FORBIDDEN_MODULES = {"numpy", "scipy", "marshal", "importlib", "ctypes", "cffi",
                      "multiprocessing", "_posixsubprocess", "signal", "gc", "inspect", "types", "operator",
                      "code", "codeop", "pickle", "dill", "cloudpickle", "numba", "jax", "cupy", "concurrent",
                      # private twins of os/io and the frame walkers: files, fds and frames by another name
-                     "posix", "nt", "_io", "_os", "traceback", "_socket", "faulthandler",
+                     "posix", "nt", "_io", "_os", "traceback", "_socket", "faulthandler", "_signal", "_ctypes",
                      # the product's own modules: its probes, protocol and sandbox are not a kernel's business
                      "tools", "agents", "graph", "kb", "nearmiss"}
 #: Dotted names (after alias resolution) that are errors wherever they appear.
@@ -52,7 +52,9 @@ FORBIDDEN_NAMES = ("torch._C", "sys.modules", "sys._getframe", "sys.settrace", "
                    "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
                    "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn", "os.system", "os.popen", "os._exit",
                    "os.environ", "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.last_exc",
-                   "torch.serialization", "torch.load", "torch.save")
+                   "torch.serialization", "torch.load", "torch.save",
+                   # custom ops: their bodies run with the dispatch watch off, under any name
+                   "torch.library")
 #: Attributes that walk from a traceback, generator or frame to other frames' variables (the
 #: audit worker's probe among them): errors wherever they appear.
 FRAME_ATTRS = {"tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "gi_frame",
@@ -122,6 +124,7 @@ def host_findings(c) -> list[Finding]:
     real = triton_kernels(c.tree)  # decorators resolved through the imports, not by their last name
     kernels = {id(k) for k in real}
     kernel_names = {k.name for k in real}
+    top_funcs = {f.name: f for f in c.tree.body if isinstance(f, ast.FunctionDef) and id(f) not in kernels}
     in_kernel: set[int] = set()
     for k in real:
         in_kernel |= {id(x) for x in ast.walk(k)}
@@ -171,6 +174,9 @@ def host_findings(c) -> list[Finding]:
             for x in ast.walk(n.body):
                 if isinstance(x, ast.Call):
                     name = c.dotted(x.func) or ""
+                    helper = top_funcs.get(x.func.id) if isinstance(x.func, ast.Name) else None
+                    if helper is not None and not _grid_body_findings(c, helper, _GridResolver(c), set()):
+                        continue  # a helper of the file doing launch arithmetic (a local cdiv)
                     if name not in LAMBDA_CALLS and not (isinstance(x.func, ast.Attribute) and x.func.attr in (
                             "numel", "size", "stride", "dim", "get")):
                         out.append(_finding(x, f"`{ast.unparse(x)[:60]}` in a lambda: a grid callable or "
