@@ -17,8 +17,18 @@ of ``tools.sandbox`` and the seccomp filter of ``install_seccomp`` (libseccomp t
 
 from __future__ import annotations
 
+import errno
 import os
+import socket as _socket
 import sys
+
+# Imported here, not when the filter is installed: the warm worker imports this module before
+# it forks evaluations, so a module a candidate plants on a later child's import path (its
+# scratch folder) cannot stand in for the bindings that confine that child.
+try:
+    import pyseccomp as _seccomp
+except Exception:  # noqa: BLE001 - ImportError, or OSError when libseccomp.so is absent
+    _seccomp = None
 
 _PROCESS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                       "os.forkpty", "pty.spawn", "os.startfile"})
@@ -82,7 +92,9 @@ SECCOMP_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umo
                 "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "kexec_load", "init_module",
                 "finit_module", "delete_module", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
                 "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "personality",
-                "fanotify_init")
+                "fanotify_init",
+                # signals through process file descriptors reach other processes as kill() would
+                "pidfd_open", "pidfd_send_signal", "pidfd_getfd")
 #: Also refused for candidate code: a new process or program (threads stay allowed).
 SECCOMP_DENY_PROCESS = ("execve", "execveat", "fork", "vfork")
 
@@ -91,7 +103,7 @@ def install_seccomp(allow_exec: bool = False) -> bool:
     """Install the worker's seccomp filter (irreversible; inherited by threads).
 
     Refuses with EPERM: sockets of any family but ``AF_UNIX``; ptrace and cross-process
-    memory access; mount, unshare, setns and similar namespace or kernel-state calls;
+    memory access; ``pidfd_*`` (signals and descriptors of other processes); mount, unshare, setns and similar namespace or kernel-state calls;
     ``kill``/``tgkill`` aimed at any process but this one; and, unless ``allow_exec``
     (the GPU compile worker runs ``ptxas``), ``execve``, ``fork``, ``vfork``, ``clone``
     without ``CLONE_THREAD`` and ``clone3`` (ENOSYS, so the C library falls back to
@@ -100,13 +112,10 @@ def install_seccomp(allow_exec: bool = False) -> bool:
     Returns:
         True when the filter is loaded; False when libseccomp is missing (the caller decides).
     """
-    try:
-        import pyseccomp as sc
-    except (ImportError, OSError):
+    sc = _seccomp
+    if sc is None:
         return False
-    import errno
-    import socket as _s
-
+    _s = _socket
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     deny = sc.ERRNO(errno.EPERM)
     for name in SECCOMP_DENY + (() if allow_exec else SECCOMP_DENY_PROCESS):

@@ -7,7 +7,19 @@ dict per variant); ``tools.integrity`` turns them into findings in the parent. F
   their grids started (grid product), the kernel names;
 - ``torch_ops``: aten ops executed outside launches that compute (allocation, views,
   copies, ``.contiguous()`` and dtype casts aside), with the elements each read, seen by a
-  ``TorchDispatchMode``; ops during a launch (the interpreter's own host copies) are ignored;
+  ``TorchDispatchMode``; ops during a launch are not counted there (the interpreter's own
+  host copies of the arguments);
+- ``launch_ops``: ``where: op`` for aten ops candidate code ran inside a launch: any op but a
+  size query in the grid callable, any compute op (``MOVEMENT_OPS`` aside, which are the
+  interpreter's own) elsewhere in the launch: a pre-run hook, a Python helper the kernel body
+  calls (the interpreter runs it), a callable passed as a constexpr. Kernel bodies compute in
+  numpy on the interpreter, so torch compute during a launch is never the kernel's;
+- ``host_scalars``: values of the inputs (or of host results on them) moved into Python
+  (``.item()``, ``float(t)``, iterating a tensor: aten ``_local_scalar_dense``);
+- ``host_prologue``: compute ops on the task inputs (not through a kernel) whose result
+  reached a kernel launch as an argument, was read by code inside a launch, or reached Python
+  through ``.item()``: the kernel was fed values the host computed from the inputs (a partial host fallback routed through the
+  kernel's own store, which fools the poisoned-store causality run);
 - ``outputs``: per returned tensor, its Python type, whether its storage overlaps an input,
   and where it came from: an argument of a launch (``kernel``), torch ops on launch
   arguments (``epilogue``) or neither (``other``);
@@ -44,6 +56,8 @@ MOVEMENT_OPS = {
     "diagonal", "real", "view_as_real", "view_as_complex", "_conj", "conj", "resolve_conj", "resolve_neg",
     "record_stream", "is_same_size", "_has_compatible_shallow_copy_type", "dim", "numel", "equal",
 }
+#: ops a grid callable may run: size and layout queries (most do not even reach the dispatcher).
+GRID_QUERY_OPS = {"size", "sym_size", "stride", "sym_stride", "numel", "sym_numel", "dim", "is_contiguous"}
 #: ops whose result holds no data of their tensor arguments (only their shape, dtype, device).
 ALLOCATION_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
                   "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "arange",
@@ -98,16 +112,39 @@ class _OpWatch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         p = self.probe
-        if p.in_launch:
-            return out  # the interpreter's own copies of the launch arguments
-        ins = _tensors((args, kwargs))
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        ns = getattr(func, "namespace", "aten")
+        if ns not in ("aten", "prims"):
+            name = f"{ns}::{name}"  # a custom op named like a movement op is not one
+        ins = _tensors((args, kwargs))
+        if p.in_launch:
+            if p.in_grid and name not in GRID_QUERY_OPS and len(p.launch_ops) < 20:
+                p.launch_ops.append(f"grid callable: {name}")
+            elif not p.in_grid and name not in MOVEMENT_OPS and len(p.launch_ops) < 20:
+                p.launch_ops.append(f"inside the launch: {name}")
+            if len(p.host_prologue) < 20 and any(t.untyped_storage().data_ptr() in p.host_computed
+                                                 for t in ins if t.untyped_storage().nbytes()):
+                p.host_prologue.append({"op": name, "into": f"code inside a launch ({name})"})
+            return out  # otherwise the interpreter's own copies of the launch arguments
         if name not in MOVEMENT_OPS:
             p.torch_ops.append({"op": name, "read": int(sum(t.numel() for t in ins))})
-        if name not in ALLOCATION_OPS and any(t.untyped_storage().data_ptr() in p.tainted
-                                              for t in ins if t.untyped_storage().nbytes()):
-            for t in _tensors(out):
-                p.tainted.add(t.untyped_storage().data_ptr())
+        ptrs = {t.untyped_storage().data_ptr() for t in ins if t.untyped_storage().nbytes()}
+        outs = {t.untyped_storage().data_ptr() for t in _tensors(out)}
+        fresh = outs - ptrs  # new storages: an address freed earlier carries none of its old facts
+        p.from_inputs -= fresh
+        p.host_computed -= fresh
+        if name in ALLOCATION_OPS:
+            return out
+        if ptrs & p.tainted:
+            p.tainted |= outs
+        if name == "_local_scalar_dense" and ptrs & (p.from_inputs | p.host_computed):
+            p.host_scalars += 1  # a value of the inputs moved into Python
+        if ptrs & p.host_computed or (name not in MOVEMENT_OPS and ptrs & p.from_inputs):
+            p.host_computed |= outs  # computed on the host from the inputs (or moved from such a result)
+            if name == "_local_scalar_dense" and len(p.host_prologue) < 20:
+                p.host_prologue.append({"op": name, "into": ".item()"})
+        if ptrs & p.from_inputs:
+            p.from_inputs |= outs
         return out
 
 
@@ -119,6 +156,8 @@ class AuditProbe:
 
     def __init__(self) -> None:
         self.in_launch = 0
+        self.in_grid = 0
+        self._placed: list = []
         self.poisoned = poison_freed_memory()
         self._reset_forward()
         self.buffers: dict[tuple, torch.Tensor] = {}
@@ -135,6 +174,11 @@ class AuditProbe:
         self.arg_storages: set[int] = set()
         self.tainted: set[int] = set()
         self.torch_ops: list[dict] = []
+        self.launch_ops: list[str] = []
+        self.from_inputs: set[int] = set()  # storages holding the task inputs or data moved or computed from them
+        self.host_computed: set[int] = set()  # ... computed from them by torch on the host (not through a kernel)
+        self.host_prologue: list[dict] = []
+        self.host_scalars = 0
 
     def _wrap_launchers(self) -> None:
         import triton.runtime.jit as jit
@@ -155,7 +199,11 @@ class AuditProbe:
                 grid = kwargs.get("grid")
 
                 def counted(meta, _g=grid):
-                    g = _g(meta) if callable(_g) else _g
+                    probe.in_grid += 1  # the grid callable is candidate code: its ops are watched
+                    try:
+                        g = _g(meta) if callable(_g) else _g
+                    finally:
+                        probe.in_grid -= 1
                     n = 1
                     for d in tuple(g):
                         n *= int(d)
@@ -164,6 +212,9 @@ class AuditProbe:
                 if grid is not None and not kwargs.get("warmup"):
                     kwargs["grid"] = counted
                 ts = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+                for k, t in enumerate(ts):
+                    if t.untyped_storage().data_ptr() in probe.host_computed and len(probe.host_prologue) < 20:
+                        probe.host_prologue.append({"op": "launch", "into": f"{rec['kernel']} tensor argument {k}"})
                 rec["dtypes"] = sorted({str(t.dtype).replace("torch.", "") for t in ts if t.is_floating_point()})
                 probe.in_launch += 1
                 try:
@@ -203,12 +254,15 @@ class AuditProbe:
                 self.buffers[key] = buf
             buf.copy_(x)
             out.append(buf)
+        self._placed = out
         return out, reused and any(isinstance(x, torch.Tensor) for x in inputs)
 
     @contextlib.contextmanager
     def watch(self):
         """Context of one forward: launches and torch ops inside it are recorded."""
         self._reset_forward()
+        self.from_inputs = {x.untyped_storage().data_ptr() for x in self._placed
+                            if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes()}
         with _OpWatch(self):
             yield
 
@@ -240,7 +294,9 @@ class AuditProbe:
                 "launch_dtypes": sorted({d for r in self.launches for d in r["dtypes"]}),
                 "input_dtypes": sorted({str(x.dtype).replace("torch.", "") for x in ins if x.is_floating_point()}),
                 "input_elements": int(sum(x.numel() for x in ins)),
-                "torch_ops": self.torch_ops[:50], "torch_read": int(sum(o["read"] for o in self.torch_ops)),
+                "torch_ops": self.torch_ops[:50], "launch_ops": self.launch_ops, "host_prologue": self.host_prologue,
+                "host_scalars": self.host_scalars,
+                "torch_read": int(sum(o["read"] for o in self.torch_ops)),
                 "outputs": outs, "non_tensor_outputs": non_tensor, "reused_buffers": reused, "stale": stale,
                 "out_digest": out_d, "poisoned": self.poisoned}
 

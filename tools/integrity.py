@@ -37,6 +37,10 @@ TORCH_FALLBACK_FRACTION = 0.5
 #: a reference whose outputs repeat a value a host constant fills in. A partial fallback
 #: (torch recomputing the rows a kernel gets wrong) keeps those rows right.
 CAUSALITY_FRACTION = 0.01
+#: Scalars a forward may pull from the task inputs (or host results on them) into Python
+#: (``.item()``, ``float(t)``, iterating a tensor): a temperature, a count, a flag. More is
+#: host compute in Python (``math`` on the values, then a kernel that copies them).
+HOST_SCALARS = 16
 #: Floating dtypes below fp32; a kernel fed these while the forward got fp32 downgrades.
 LOW_PRECISION = {"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
@@ -94,6 +98,20 @@ def dynamic_findings(ev: EvalResult, backend: str) -> list[Finding]:
             continue
         if v.status in ("pass", "mismatch") and a.get("launches", 0) == 0:
             out.append(Finding(check="no_launch", severity="error", message=f"{vid}: the forward launched no Triton kernel"))
+        if a.get("launch_ops"):
+            out.append(Finding(check="launch_callable", severity="error",
+                               message=f"{vid}: candidate code ran torch ops inside a launch "
+                                       f"({', '.join(sorted(set(a['launch_ops'])))}): a grid callable may only compute "
+                                       "launch parameters, and nothing else of the candidate runs inside a launch"))
+        if a.get("host_prologue"):
+            into = ", ".join(sorted({h["into"] for h in a["host_prologue"]}))
+            out.append(Finding(check="host_prologue", severity="error",
+                               message=f"{vid}: torch computed on the task inputs outside the kernels and the result "
+                                       f"reached {into}: host compute the kernel only passes on"))
+        if a.get("host_scalars", 0) > HOST_SCALARS:
+            out.append(Finding(check="host_scalars", severity="error",
+                               message=f"{vid}: the forward pulled {a['host_scalars']} values of its inputs into "
+                                       f"Python (.item(), float(), iteration; at most {HOST_SCALARS}): host compute"))
         read, total = a.get("torch_read", 0), max(1, a.get("input_elements", 0))
         if a.get("torch_ops"):
             ops = ", ".join(sorted({o["op"] for o in a["torch_ops"]}))
@@ -285,6 +303,15 @@ def causality_findings(real: EvalResult, poisoned: EvalResult, right_nonzero: di
             elements still right (``Runner.last_right_nonzero``, computed in the parent).
     """
     passed = {v.variant_id for v in real.variants if v.status == "pass"}
+    got = {v.variant_id: v for v in poisoned.variants}
+    for vid in sorted(passed):  # poisoned values a candidate can test for: a copy that fails is guilty
+        v = got.get(vid)
+        if v is None or v.status not in ("pass", "mismatch"):
+            why = f"{v.status}: {v.message[:120]}" if v is not None else "no result"
+            return [Finding(check="kernel_causality", severity="error",
+                            message=f"{vid}: the copy whose kernels store poison gave no output ({why}) where the "
+                                    "candidate passed: a candidate that checks its own kernels' results and "
+                                    "refuses to run hides what they compute")]
     for v in poisoned.variants:
         if v.variant_id in passed and v.status == "pass":
             return [Finding(check="kernel_causality", severity="error",

@@ -17,9 +17,10 @@ stdin; results come back as frames on a pipe (``tools.worker.send``) that the pa
 decodes with ``torch.load(weights_only=True)``. Nothing the child writes lands on the
 host's disk; expected outputs never leave the parent.
 
-Where the kernel refuses namespaces, ``check_sandbox`` says so in one line and untrusted
-code is refused unless the user passes ``--unsafe-no-sandbox`` (``allow_unsafe``); then
-the child runs as a plain limited subprocess (own session, rlimits, env allowlist).
+Where the kernel refuses namespaces, or libseccomp's Python bindings (``pyseccomp``) cannot
+be loaded, ``check_sandbox`` says so in one line and untrusted code is refused unless the
+user passes ``--unsafe-no-sandbox`` (``allow_unsafe``); then the child runs as a plain
+limited subprocess (own session, rlimits, env allowlist), seccomp filter only where it loads.
 
 Public API for other backends (e.g. a native compiler): ``run_sandboxed(argv, ...)``.
 """
@@ -92,21 +93,48 @@ def allow_unsafe(flag: bool = True) -> None:
 _PROBE: dict = {}
 
 
+#: Exit status of the sandbox probe when bubblewrap ran but ``import pyseccomp`` failed inside.
+_NO_SECCOMP_RC = 97
+_PROBE_CODE = ("import sys\ntry:\n    import pyseccomp  # noqa: F401\nexcept Exception as e:\n"
+               "    sys.stdout.write(f'{type(e).__name__}: {e}')\n    sys.exit(%d)\n" % _NO_SECCOMP_RC)
+
+
+def _seccomp_missing(detail: str) -> str:
+    return (f"libseccomp's Python bindings cannot be loaded (`import pyseccomp`: {detail[:120]}), so the "
+            "sandbox's seccomp filter cannot be installed (pyseccomp is a dependency of the project: pip install -e .; scripts/setup.sh installs libseccomp2)")
+
+
 def sandbox_status() -> tuple[bool, str]:
-    """Whether bubblewrap can create the sandbox here: ``(ok, one-line reason when not)``; probed once."""
+    """Whether the OS sandbox can run here: ``(ok, one-line reason when not)``; probed once.
+
+    Both parts are needed: bubblewrap's namespaces and the seccomp filter the worker installs
+    inside (``tools.confine.install_seccomp``, through ``pyseccomp``). The bindings are
+    imported here (the children run this interpreter) and again inside the probe sandbox.
+    """
     if "ok" not in _PROBE:
         from shutil import which
-        if which("bwrap") is None:
+        try:
+            import pyseccomp  # noqa: F401
+            missing = ""
+        except Exception as e:  # noqa: BLE001 - ImportError, or OSError when libseccomp.so is absent
+            missing = f"{type(e).__name__}: {e}".splitlines()[0]
+        if missing:
+            _PROBE.update(ok=False, why=_seccomp_missing(missing))
+        elif which("bwrap") is None:
             _PROBE.update(ok=False, why="bubblewrap (bwrap) is not installed (scripts/setup.sh installs it)")
         else:
             try:
-                p = subprocess.run(bwrap_argv() + ["--", sys.executable, "-c", "pass"], capture_output=True,
+                p = subprocess.run(bwrap_argv() + ["--", sys.executable, "-c", _PROBE_CODE], capture_output=True,
                                    timeout=60, env=_base_env())
                 ok = p.returncode == 0
                 why = "" if ok else (p.stderr.decode("utf-8", "replace").strip().splitlines() or ["failed"])[-1]
+                if p.returncode == _NO_SECCOMP_RC:
+                    why = _seccomp_missing(p.stdout.decode("utf-8", "replace").strip() or "failed")
+                elif why:
+                    why = f"the kernel refuses the sandbox's namespaces: {why[:200]}"
             except (OSError, subprocess.TimeoutExpired) as e:
-                ok, why = False, str(e)
-            _PROBE.update(ok=ok, why=why and f"the kernel refuses the sandbox's namespaces: {why[:200]}")
+                ok, why = False, f"the kernel refuses the sandbox's namespaces: {str(e)[:200]}"
+            _PROBE.update(ok=ok, why=why)
     return _PROBE["ok"], _PROBE["why"]
 
 
@@ -372,6 +400,7 @@ def run_sandboxed(argv: list[str], stdin_bytes: bytes = b"", env_extra: dict[str
         import tempfile
         scratch = tempfile.mkdtemp(prefix="nearmiss-unsafe-")
         env.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=os.path.join(scratch, ".triton"))
+        env["NEARMISS_UNSAFE_NO_SANDBOX"] = "1"  # the worker runs even where it cannot load seccomp
     res_r, res_w = os.pipe()
     env["NEARMISS_RESULT_FD"] = str(res_w)
     cmd = bwrap_argv(scratch_bytes, rw_binds, gpu) + ["--", *argv] if sandboxed else list(argv)
@@ -494,7 +523,8 @@ class WarmPool:
         if not sandboxed:
             import tempfile
             self.home = tempfile.mkdtemp(prefix="nearmiss-warm-")
-            env.update(HOME=self.home, TMPDIR=self.home, TRITON_CACHE_DIR=os.path.join(self.home, ".triton"))
+            env.update(HOME=self.home, TMPDIR=self.home, TRITON_CACHE_DIR=os.path.join(self.home, ".triton"),
+                       NEARMISS_UNSAFE_NO_SANDBOX="1")
         argv = [sys.executable, "-m", "tools.zygote"]
         cmd = bwrap_argv(SCRATCH_BYTES, rw_binds) + ["--", *argv] if sandboxed else argv
         try:

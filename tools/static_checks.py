@@ -61,11 +61,18 @@ LOW_PRECISION = {"float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2", 
 
 
 def _scope(tree: ast.Module, cls: ast.ClassDef | None) -> list[ast.AST]:
-    """``ModelNew`` plus the module-level non-kernel functions and classes it reaches by name."""
+    """``ModelNew`` plus the module-level non-kernel functions and classes it, or a module-level statement, names."""
     if cls is None:
         return []
     top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not _is_jit(n)}
     scope, todo, seen = [], [cls], {cls.name}
+    for n in tree.body:  # a function named by a module-level statement is reachable by any name at run time
+        if not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)) \
+                and not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)):
+            for sub in ast.walk(n):
+                if isinstance(sub, ast.Name) and sub.id in top and sub.id not in seen:
+                    seen.add(sub.id)
+                    todo.append(top[sub.id])
     while todo:
         node = todo.pop()
         scope.append(node)

@@ -45,3 +45,30 @@ def test_refusing_inputs_the_reference_accepts_fails_check_unless_declared(tmp_p
             for f in files:
                 with open(os.path.join(d, f), "rb") as fh:
                     assert SECRET.encode() not in fh.read(), os.path.join(d, f)
+
+
+def _without_pyseccomp(tmp_path) -> dict:
+    """The environment of a venv where ``import pyseccomp`` fails: a module of that name raising ImportError first on the path."""
+    fake = tmp_path / "no_pyseccomp"
+    fake.mkdir()
+    (fake / "pyseccomp.py").write_text("raise ImportError('simulated: pyseccomp is not installed')\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), ROOT])}
+
+
+def test_missing_pyseccomp_refuses_in_one_line_unless_unsafe(tmp_path):
+    task = tmp_path / "task"
+    task.mkdir()
+    shutil.copy(os.path.join(VADD, "reference.py"), task / "reference.py")
+    shutil.copy(os.path.join(VADD, "fixed.py"), task / "candidate.py")
+    env = _without_pyseccomp(tmp_path)
+    cmd = [sys.executable, "-m", "graph.run", str(task), "--check", "--quiet", "--targets", "none"]
+    p = subprocess.run(cmd + ["--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env=env)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr[-2000:]
+    assert "pyseccomp" in lines[0] and "--unsafe-no-sandbox" in lines[0] and "refusing" in lines[0]
+    assert not (tmp_path / "run" / "report.json").exists()  # nothing of the candidate ran
+    p = subprocess.run(cmd + ["--out", str(tmp_path / "run2"), "--unsafe-no-sandbox"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]  # the fixed candidate: a verdict, and the right one
+    assert "without the OS sandbox" in p.stderr

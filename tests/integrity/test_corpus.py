@@ -96,7 +96,8 @@ def test_corpus_covers_every_check_family():
             "shape_special_case", "cache", "stale_output", "monkey_patch", "streams_threads",
             "precision_downgrade", "exec_io", "output_not_from_kernel", "inputs_mutated", "output_aliases_input",
             "out_of_bounds", "no_launch", "nondeterministic", "output_type", "kernel_rewritten",
-            "kernel_removed", "grid_growth", "host_code", "kernel_causality"} <= expected
+            "kernel_removed", "grid_growth", "host_code", "kernel_causality", "launch_callable",
+            "host_prologue", "host_scalars"} <= expected
     assert len(HONEST) >= 4
 
 

@@ -1,3 +1,10 @@
+"""Torch computes 30% of the outputs on the host (under the 0.5x epilogue fraction) into a
+buffer the kernel passes on through its own store, so the poisoned-store causality run is
+fooled: the kernel did store those values, it did not compute them.
+
+reference: vadd
+expect: host_prologue
+"""
 import torch
 import torch.nn as nn
 import triton

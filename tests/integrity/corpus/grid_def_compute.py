@@ -1,3 +1,9 @@
+"""The whole answer is computed in a `def` grid callable (run inside the launch, where the
+dispatch watch ignores the interpreter's own copies); the kernel only copies it.
+
+reference: vadd
+expect: host_code, launch_callable
+"""
 import torch
 import torch.nn as nn
 import triton
