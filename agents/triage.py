@@ -52,6 +52,8 @@ def triage(state: dict) -> dict:
     with phase("diagnosis"):
         diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]),
                             state["candidate_source"])
+    if ev.status != "pass" or not comp.ok:  # the patcher will run: its retrieval may need the model
+        _preload_embedding(s, diag)
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.
@@ -66,6 +68,26 @@ def triage(state: dict) -> dict:
                        "summary": diag["summary"]},
             "diagnosis": diag, "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s), "moved_to_heldout": moved}}
+
+
+def _preload_embedding(s, diag: dict) -> None:
+    """Start loading the retrieval model only when retrieval will need it (its query is not cached).
+
+    The model load costs seconds of CPU (about 10 s on a loaded 2-core machine); a query whose
+    embedding is on disk (``kb.embed``) needs no model. Started here, it overlaps the compile
+    check and planning. ``NEARMISS_EMBED_PRELOAD=0`` turns the preload off.
+    """
+    if s.check or s.patcher not in ("patterns", "auto") or os.environ.get("NEARMISS_EMBED_PRELOAD", "1") == "0":
+        return
+    if not (diag.get("summary") or diag.get("findings")):  # no text: symptom ranking only, no model
+        return
+    from kb import embed
+    from kb.store import query_text
+
+    if embed.loaded():
+        return
+    if not embed.is_cached(query_text(list(diag.get("symptoms", [])), diag.get("summary", ""), diag.get("findings"))):
+        embed.preload()
 
 
 def _keep_sources(run_dir: str, state: dict) -> None:
