@@ -111,3 +111,21 @@ def test_bench_cpu_without_cgroup_is_none():
     from evals.bench import _cgroup_cpu_s
 
     assert _cgroup_cpu_s(None) is None
+
+
+def test_warm_workers_start_on_one_long_lived_thread():
+    # bwrap --die-with-parent fires when the starting *thread* ends: every warm worker starts on one thread
+    import threading
+
+    import pytest
+
+    from tools.sandbox import _on_starter_thread
+
+    names = []
+    for _ in range(2):
+        t = threading.Thread(target=lambda: names.append(_on_starter_thread(lambda: threading.current_thread())))
+        t.start()
+        t.join()
+    assert names[0] is names[1] and names[0].is_alive() and names[0].name == "nearmiss-warm-starter"
+    with pytest.raises(RuntimeError, match="no start"):
+        _on_starter_thread(lambda: (_ for _ in ()).throw(RuntimeError("no start")))
