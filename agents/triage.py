@@ -22,6 +22,7 @@ from tools.task import TaskError, validate_sources
 
 if TYPE_CHECKING:
     from graph.state import State
+    from tools.settings import Settings
 
 CLASSIFICATION = {"pass": "pass", "mismatch": "numerical mismatch", "timeout": "timeout",
                   "compile_error": "compile error", "runtime_error": "runtime error"}
@@ -65,6 +66,8 @@ def triage(state: State) -> dict:
     with phase("diagnosis"):
         diag = diagnosis_of(ev, r.variants, r.ids("search"), comp, source_hash(state["candidate_source"]),
                             state["candidate_source"])
+    if ev.status != "pass" or not comp.ok:  # the patcher will run: its retrieval may need the model
+        _preload_embedding(s, diag)
     status, classification = ev.status, CLASSIFICATION[ev.status]
     if not comp.ok and ev.status in ("pass", "mismatch", "timeout"):
         # The interpreter ran it, a GPU compiler refuses it: a compile error of its own.
@@ -79,6 +82,26 @@ def triage(state: State) -> dict:
                        "summary": diag["summary"]},
             "diagnosis": Diagnosis.model_validate(diag), "best_source": state["candidate_source"], "best_eval": search.model_dump(),
             "extra": {"suite_variants": len(r.variants), "startup_s": list(r.startup_s), "moved_to_heldout": moved}}
+
+
+def _preload_embedding(s: Settings, diag: Mapping[str, Any]) -> None:
+    """Start loading the retrieval model only when retrieval will need it (its query is not cached).
+
+    The model load costs seconds of CPU (about 10 s on a loaded 2-core machine); a query whose
+    embedding is on disk (``kb.embed``) needs no model. Started here, it overlaps the compile
+    check and planning. ``Settings.embed_preload`` (``NEARMISS_EMBED_PRELOAD=0``) turns it off.
+    """
+    if s.check or s.patcher not in ("patterns", "auto") or not s.embed_preload:
+        return
+    if not (diag.get("summary") or diag.get("findings")):  # no text: symptom ranking only, no model
+        return
+    from kb import embed
+    from kb.store import query_text
+
+    if embed.loaded():
+        return
+    if not embed.is_cached(query_text(list(diag.get("symptoms", [])), diag.get("summary", ""), diag.get("findings"))):
+        embed.preload()
 
 
 def _keep_sources(run_dir: str, state: Mapping[str, Any]) -> None:

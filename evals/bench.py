@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,15 +51,23 @@ def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict
             shutil.copy(os.path.join(case_dir, f), task)
     out = os.path.join(work, "out-" + name)
     t0 = time.monotonic()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cg = _cpu_cgroup(name)
     try:
         p = subprocess.run([sys.executable, "-m", "graph.run", task, "--out", out, "--quiet", *extra], cwd=ROOT,
-                           capture_output=True, text=True, timeout=timeout)
+                           capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=(lambda: _join_cgroup(cg)) if cg else None)
         rc = p.returncode
     except subprocess.TimeoutExpired:
         rc = "timeout"
     wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = _cgroup_cpu_s(cg)
+    if cpu is None:  # reaped children only: a warm worker killed at exit is not counted
+        cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     status = {"timeout": "timeout", 2: "invalid_input"}.get(rc, "error")
-    row = {"case": name, "exit": rc, "wall_s": round(wall, 1), "status": status}
+    row = {"case": name, "exit": rc, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+           "load1": round(os.getloadavg()[0], 2), "status": status}
     if rc == 2:
         row["error"] = (p.stderr.strip().splitlines() or [""])[-1][:200]
     rep = os.path.join(out, "report.json")
@@ -70,6 +79,47 @@ def run_case(case_dir: str, work: str, extra: list[str], timeout: float) -> dict
                    tokens=r["tokens"]["total"], phases=(r.get("phases") or {}).get("total_s"),
                    fault_class=((r.get("diagnosis") or {}).get("fault_class") or {}).get("name"))
     return row
+
+
+#: cgroup-v1 CPU accounting controller; when writable, each run's CPU seconds include every process it starts
+CPUACCT = "/sys/fs/cgroup/cpuacct"
+
+
+def _cpu_cgroup(name: str) -> str | None:
+    """A fresh cpuacct cgroup for one run, or None when the machine does not let us create one."""
+    path = os.path.join(CPUACCT, f"nearmiss-bench-{os.getpid()}-{name}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        return path if os.access(os.path.join(path, "cgroup.procs"), os.W_OK) else None
+    except OSError:
+        return None
+
+
+def _join_cgroup(path: str) -> None:
+    """In the child before exec: move this process into ``path`` (its descendants follow)."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    except OSError:
+        pass
+
+
+def _cgroup_cpu_s(path: str | None) -> float | None:
+    """User+system CPU seconds of every process that ran in the cgroup; the cgroup is removed."""
+    if not path:
+        return None
+    try:
+        with open(os.path.join(path, "cpuacct.usage")) as f:
+            ns = int(f.read().strip())
+    except (OSError, ValueError):
+        ns = None
+    for _ in range(50):  # its processes may still be exiting
+        try:
+            os.rmdir(path)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return None if ns is None else ns / 1e9
 
 
 def main(argv: list[str] | None = None) -> int:

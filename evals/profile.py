@@ -35,7 +35,7 @@ def profile_tables(rows: list[dict]) -> tuple[str, dict]:
         graph and checkpoint overhead); medians are over the rows that have the column.
     """
     names = ordered({n for r in rows for n in (r.get("phases") or {})})
-    cols = names + ["other", "wall", "wall/eval"]
+    cols = names + ["other", "wall", "wall/eval", "cpu", "load1"]
     table = []
     for r in rows:
         ph = r.get("phases") or {}
@@ -43,6 +43,8 @@ def profile_tables(rows: list[dict]) -> tuple[str, dict]:
         vals["other"] = round(r["wall_s"] - sum(ph.values()), 2) if ph else None
         vals["wall"] = r["wall_s"]
         vals["wall/eval"] = ratio(r)
+        vals["cpu"] = r.get("cpu_s")
+        vals["load1"] = r.get("load1")
         table.append((r["case"], r.get("status", ""), vals))
     median = {}
     for c in cols:
@@ -56,7 +58,8 @@ def profile_tables(rows: list[dict]) -> tuple[str, dict]:
     md.append("")
     md.append("Seconds per phase (self time: a phase nested in another counts once). `wall`: the whole "
               "`graph.run` process; `wall/eval`: wall ÷ one warm full-suite evaluation of the candidate "
-              "(`triage_eval`).")
+              "(`triage_eval`); `cpu`: user+sys seconds of the run and all its children (sandboxes, workers); "
+              "`load1`: the machine's 1-minute load average when the run ended.")
     summary = {"columns": cols, "median": median,
                "rows": [{"case": c, "status": s, **v} for c, s, v in table]}
     return "\n".join(md) + "\n", summary

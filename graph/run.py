@@ -275,11 +275,6 @@ def main(argv: list[str] | None = None) -> int:
         except (TargetError, AscendUnavailable) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        if not args.check and options.get("patcher", Settings().patcher) in ("patterns", "auto") \
-                and Settings().embed_preload:
-            from kb import embed
-
-            embed.preload()  # retrieval needs it unless the diagnosis text is cached; triage waits on processes
         run_dir = make_run_dir(args.out, task.name)
         options["out"] = run_dir
         name, reference_path = task.name, task.reference_path

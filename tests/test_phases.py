@@ -48,3 +48,84 @@ def test_profile_table_median_other_and_ratio():
     assert summ["median"]["wall/eval"] == 6.5 and summ["median"]["wall"] == 10.0
     assert md.count("\n| ") == 4  # three cases and the median and "| **median** |" in md
     assert ordered(["zz", "report", "cli_import"]) == ["cli_import", "report", "zz"]
+
+
+# ---------------------------------------------------------------- session 6: less work per run
+def _preload_calls(monkeypatch, cached: bool, **settings):
+    import agents.triage as triage
+    from graph.context import Settings
+    from kb import embed
+
+    calls = []
+    monkeypatch.setattr(embed, "_model", None)
+    monkeypatch.setattr(embed, "is_cached", lambda text: cached)
+    monkeypatch.setattr(embed, "preload", lambda: calls.append(1))
+    monkeypatch.delenv("NEARMISS_EMBED_PRELOAD", raising=False)
+    diag = {"symptoms": ["fails_on_default"], "summary": "3 of 17 variants fail", "findings": []}
+    triage._preload_embedding(Settings(**settings), diag)
+    return len(calls)
+
+
+def test_model_preload_only_when_the_query_embedding_is_not_cached(monkeypatch):
+    assert _preload_calls(monkeypatch, cached=False, patcher="patterns") == 1
+    assert _preload_calls(monkeypatch, cached=True, patcher="patterns") == 0
+    assert _preload_calls(monkeypatch, cached=False, patcher="llm") == 0  # the LLM patcher retrieves nothing
+    assert _preload_calls(monkeypatch, cached=False, patcher="patterns", check=True) == 0
+
+
+def test_parent_compares_with_one_torch_thread(monkeypatch):
+    import torch
+
+    from tools.runner import parent_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("NEARMISS_PARENT_THREADS", raising=False)
+        parent_threads()
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv("NEARMISS_PARENT_THREADS", "2")
+        parent_threads()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_zygote_preimports_exist():
+    import importlib.util
+
+    from tools.zygote import PREIMPORT
+
+    assert "torch._inductor.config" in PREIMPORT  # what torch.use_deterministic_algorithms imports
+    assert all(importlib.util.find_spec(name) is not None for name in PREIMPORT)
+
+
+def test_profile_table_has_cpu_and_load_columns():
+    rows = [{"case": "a", "status": "repaired", "wall_s": 10.0, "cpu_s": 7.5, "load1": 2.0,
+             "phases": {"triage_eval": 2.0}}]
+    md, summ = profile_tables(rows)
+    assert summ["median"]["cpu"] == 7.5 and summ["median"]["load1"] == 2.0
+    assert "| cpu | load1 |" in md
+
+
+def test_bench_cpu_without_cgroup_is_none():
+    from evals.bench import _cgroup_cpu_s
+
+    assert _cgroup_cpu_s(None) is None
+
+
+def test_warm_workers_start_on_one_long_lived_thread():
+    # bwrap --die-with-parent fires when the starting *thread* ends: every warm worker starts on one thread
+    import threading
+
+    import pytest
+
+    from tools.sandbox import _on_starter_thread
+
+    names = []
+    for _ in range(2):
+        t = threading.Thread(target=lambda: names.append(_on_starter_thread(lambda: threading.current_thread())))
+        t.start()
+        t.join()
+    assert names[0] is names[1] and names[0].is_alive() and names[0].name == "nearmiss-warm-starter"
+    with pytest.raises(RuntimeError, match="no start"):
+        _on_starter_thread(lambda: (_ for _ in ()).throw(RuntimeError("no start")))

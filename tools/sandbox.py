@@ -550,7 +550,7 @@ class WarmPool:
             pool = cls._pools.get(key, False)
             if pool is False or (pool is not None and pool.proc.poll() is not None):
                 try:
-                    pool = cls(env_extra, rw_binds)
+                    pool = _on_starter_thread(lambda: cls(env_extra, rw_binds))
                 except (OSError, RuntimeError):
                     pool = None
                 cls._pools[key] = pool
@@ -656,3 +656,49 @@ class WarmPool:
 
 
 atexit.register(WarmPool.close_all)
+
+_starter: dict = {}
+_starter_lock = threading.Lock()
+
+
+def _on_starter_thread(make):
+    """Run ``make()`` (a warm worker's start) on one thread that lives as long as this process; its result.
+
+    ``bwrap --die-with-parent`` is ``PR_SET_PDEATHSIG``, which fires when the *thread* that
+    started the sandbox ends, not the process. A warm worker started by a short-lived thread
+    (the CLI's prestart thread, a LangGraph executor thread, the audit's compile thread) was
+    killed (SIGKILL) as soon as that thread ended: the prestart was wasted and a later
+    evaluation started the worker again, or found it dead mid-run and reported a timeout
+    (``graph.batch`` saw "the reference did not finish its inputs within 120 s" 25 s into a
+    task). Every warm worker is therefore started here; it still dies with the process.
+
+    Raises:
+        Whatever ``make`` raises.
+    """
+    import queue
+
+    with _starter_lock:
+        if "q" not in _starter or not _starter["t"].is_alive():
+            q: queue.Queue = queue.Queue()
+
+            def serve() -> None:
+                while True:
+                    fn, box, done = q.get()
+                    try:
+                        box.append((True, fn()))
+                    except BaseException as e:  # noqa: BLE001 - handed back to the caller
+                        box.append((False, e))
+                    done.set()
+
+            t = threading.Thread(target=serve, name="nearmiss-warm-starter", daemon=True)
+            t.start()
+            _starter.update(q=q, t=t)
+        q = _starter["q"]
+    box: list = []
+    done = threading.Event()
+    q.put((make, box, done))
+    done.wait()
+    ok, val = box[0]
+    if not ok:
+        raise val
+    return val
