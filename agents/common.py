@@ -8,9 +8,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from tools.backends import select_backend
+from tools.evaluate.backends import select_backend
+from tools.evaluate.runner import Runner
 from tools.phases import phase
-from tools.runner import Runner
 from tools.settings import Settings
 
 _RUNNERS: dict[str, Runner] = {}
@@ -76,9 +76,9 @@ def runner(state: Mapping[str, Any]) -> Runner:
 
 
 def targets(state: Mapping[str, Any]) -> list[str]:
-    """GPU targets of this run (``--targets``), resolved; see ``tools.gpu_compile.parse_targets``."""
-    from tools.backends import local_target
-    from tools.gpu_compile import parse_targets
+    """GPU targets of this run (``--targets``), resolved; see ``tools.compile.gpu.parse_targets``."""
+    from tools.compile.gpu import parse_targets
+    from tools.evaluate.backends import local_target
 
     return parse_targets(settings(state).targets, local_target())
 

@@ -20,8 +20,8 @@ from agents.common import forget_runner, runner_stats, settings, source_hash
 from kb import learn
 from tools.phases import phase
 from tools.records import EvalResult
-from tools.report import Status, build_report, write_run_folder
-from tools.source_edit import unified_diff
+from tools.repair.source_edit import unified_diff
+from tools.report.run_folder import Status, build_report, write_run_folder
 
 if TYPE_CHECKING:
     from graph.state import State
@@ -33,10 +33,10 @@ def convergence_judge(state: State) -> dict:
     Reads ``error``, ``options``, ``triage``, ``audit``, ``iterations``, ``pending_patch``, ``last_eval``,
     ``last_source``, ``best_eval``, ``best_source``, ``candidate_source``, ``diagnosis``, ``since_best``,
     ``exhausted``, ``reason``, ``evaluations``, ``started_at``, ``tokens``, ``attempts``, ``decisions``, and
-    for the report every key ``tools.report.build_report`` reads. Writes ``attempts`` (one ``Attempt`` per
+    for the report every key ``tools.report.run_folder.build_report`` reads. Writes ``attempts`` (one ``Attempt`` per
     applied patch), ``pending_patch``, ``last_eval``, ``last_source`` (cleared), ``best_source``,
     ``best_eval``, ``since_best``, ``route``, ``reason``, ``decisions``; at the end also ``verdict``,
-    ``report`` and ``repaired_source``, and the run folder on disk (``tools.report.write_run_folder``).
+    ``report`` and ``repaired_source``, and the run folder on disk (``tools.report.run_folder.write_run_folder``).
     """
     s = settings(state)
     if state.get("error"):

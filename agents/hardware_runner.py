@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from agents.common import runner, settings, source_hash
 from agents.review import review_patch
 from tools.phases import phase
-from tools.report import write_atomic
+from tools.report.run_folder import write_atomic
 
 if TYPE_CHECKING:
     from graph.state import State

@@ -3,8 +3,8 @@
 It reads the per-variant error records the hardware runner produced (mismatch fraction,
 first bad multi-index, bad indices per dimension, relations to the reference such as a shift
 by one or a transposition, NaN/Inf counts), names symptoms and a likely fault class
-(``tools.diagnostics``), and chooses probes: when NaNs appear, or when the patcher asked
-(``state["probe_request"]``, ``tools.probes.ProbeRequest``), an instrumented copy of the kernel
+(``tools.diagnosis.diagnostics``), and chooses probes: when NaNs appear, or when the patcher asked
+(``state["probe_request"]``, ``tools.diagnosis.probes.ProbeRequest``), an instrumented copy of the kernel
 records intermediate values on the smallest failing variant, and the first NaN-holding
 intermediate joins the findings.
 """
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agents.common import runner, source_hash
-from tools.diagnostics import diagnosis_of
+from tools.diagnosis.diagnostics import diagnosis_of
+from tools.diagnosis.probes import ProbeRequest, aggregate, findings
 from tools.phases import phase
-from tools.probes import ProbeRequest, aggregate, findings
 from tools.records import Diagnosis, EvalResult
 
 if TYPE_CHECKING:

@@ -3,15 +3,15 @@
 A candidate that passes the search suite is accepted only when this audit is clean. The
 node gathers findings from the tools and decides nothing else:
 
-- static checks of the source (``tools.static_checks``);
+- static checks of the source (``tools.integrity.static_checks``);
 - an audit run in a fresh sandboxed process with the dynamic probes of
-  ``tools.dynamic_checks`` (``tools.integrity.dynamic_findings``): for a repair on the first
+  ``tools.worker.dynamic_checks`` (``tools.integrity.audit.dynamic_findings``): for a repair on the first
   default variant plus the held-out variants the patcher never saw; for a candidate as given
   (triage ran it on the whole suite) on the default variants of one layout;
 - for a repair: the original candidate runs after it in the same audit process, on the
-  same variants, for the cost comparison (``tools.integrity.degeneration_findings``);
+  same variants, for the cost comparison (``tools.integrity.audit.degeneration_findings``);
 - the reference, tolerances and suite hashed at triage are unchanged
-  (``tools.integrity.process_findings``);
+  (``tools.integrity.audit.process_findings``);
 - GPU compilation for the ``--targets`` and resource growth.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agents.common import runner, settings
-from tools.integrity import (
+from tools.integrity.audit import (
     audit_candidate,
     dynamic_findings,
     process_findings,
@@ -57,7 +57,7 @@ def integrity_auditor(state: State) -> dict:
                               None if is_repair else same_layout_variants(r.variants))
     findings: list[Finding] = list(run.findings)
     if is_repair:  # a structural repair of an Ascend resource limit (tiling loop) is not a rewrite
-        from tools.ascend_operators import ascend_allowance
+        from tools.repair.ascend_operators import ascend_allowance
         findings = ascend_allowance(findings, state, source)
     held = run.heldout
     if is_repair:
@@ -153,7 +153,7 @@ def _finish_compile(r, source: str, sigs: dict, early, targets: list[str]) -> Co
 
 
 def deliberate_refusal(message: str) -> bool:
-    """True when an exception's innermost candidate line (``tools.worker.describe_exception``) is a ``raise`` or ``assert``."""
+    """True when an exception's innermost candidate line (``tools.worker.main.describe_exception``) is a ``raise`` or ``assert``."""
     import re
 
     m = re.search(r"at candidate\.py:\d+: `([^`]*)`", message or "")

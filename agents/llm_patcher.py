@@ -2,7 +2,7 @@
 
 Each turn builds the prompt (``agents/prompts/patch_*.md``) from the best candidate so far,
 the reference, the diagnosis, the best-ranked KB patterns and the earlier attempts; asks
-for an answer; and validates it (``tools.llm_patch.parse_answer``). An invalid answer is
+for an answer; and validates it (``tools.llm.patch.parse_answer``). An invalid answer is
 recorded and asked again with its error, up to ``llm_answers`` times. A probe request goes
 to the instrumentation planner. A call that would overrun ``token_budget`` is refused; a
 call that fails (timeout, HTTP error) after the client's retries ends the search. Either
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from agents.common import settings, source_hash
 from agents.prompts import template
 from kb.retrieve import rank_patterns
-from tools.llm import LLMCallError, LLMConfigError, call, config_from_env, count_message_tokens, make_chat_model
-from tools.llm_patch import AnswerError, parse_answer, patch_messages
+from tools.llm.client import LLMCallError, LLMConfigError, call, config_from_env, count_message_tokens, make_chat_model
+from tools.llm.patch import AnswerError, parse_answer, patch_messages
 
 if TYPE_CHECKING:
     from graph.state import State
@@ -97,7 +97,7 @@ def llm_patcher(state: State) -> dict:
             return {"pending_patch": None, "probe_request": ans.probe, "exhausted": False, "tokens": tokens,
                     "llm_calls": calls, "llm_notes": notes, "engine": "llm"}
         calls.append({**rec, "outcome": "patch"})
-        assert ans.patch is not None, "an answer that is not a probe carries a patch (tools.llm_patch.parse_answer)"
+        assert ans.patch is not None, "an answer that is not a probe carries a patch (tools.llm.patch.parse_answer)"
         return {"pending_patch": ans.patch, "probe_request": None, "exhausted": False, "tokens": tokens,
                 "llm_calls": calls, "llm_notes": notes, "tried": [source_hash(ans.patch["source"])],
                 "engine": "llm"}

@@ -5,9 +5,9 @@ far: replays of learned repairs with matching symptoms, then the operators of th
 retrieved from the knowledge base, then generic mutations. The patcher screens them in
 that order on the smallest failing input (many per sandboxed process) within the
 evaluation budget. The first edit that passes there is proposed; if none does, the one
-that lowers the error most, after a bounded pair search (``tools.derived.pair_edits``: second
+that lowers the error most, after a bounded pair search (``tools.repair.derived.pair_edits``: second
 edits derived from the diagnosis on top of it). Before screening, a large failing variant is
-shrunk (``tools.minimise``) so every screen runs on the smallest input that still fails. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
+shrunk (``tools.suite.minimise``) so every screen runs on the smallest input that still fails. ``--patcher`` picks the engine: ``patterns`` (this one), ``llm``
 (``agents.llm_patcher``), or ``auto`` (this one until it is exhausted, then the LLM).
 """
 
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from agents.common import emit, runner, settings, source_hash
 from agents.llm_patcher import llm_patcher
 from kb.engine import plan
-from tools.derived import pair_edits
 from tools.phases import phase
 from tools.records import EvalResult
+from tools.repair.derived import pair_edits
 
 if TYPE_CHECKING:
     from graph.state import State
@@ -122,13 +122,13 @@ _MINIMISED: dict[tuple[str, str, str], tuple[str, object, dict]] = {}
 
 
 def _minimised(r, state: Mapping[str, Any], target: str, base_v, budget_left: int):
-    """Shrink the failing variant before screening (``tools.minimise``), once per source and variant.
+    """Shrink the failing variant before screening (``tools.suite.minimise``), once per source and variant.
 
     Returns:
         ``(variant id, its VariantResult for the best source, record or None)``; the original
         target when it is small, passes, or nothing smaller fails.
     """
-    from tools.minimise import MAX_ROUNDS, MINIMISE_FROM, minimise
+    from tools.suite.minimise import MAX_ROUNDS, MINIMISE_FROM, minimise
 
     size = {v["id"]: v.get("numel", 0) for v in r.variants}
     if base_v is None or base_v.status == "pass" or size.get(target, 0) < MINIMISE_FROM:

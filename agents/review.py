@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from tools.source_edit import parses, unified_diff
+from tools.repair.source_edit import parses, unified_diff
 
 ACTIONS = ("accept", "reject", "edit")
 

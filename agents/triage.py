@@ -8,17 +8,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agents.common import emit, make_run_dir, runner, settings, source_hash, targets
-from tools.backends import BackendUnavailable, select_backend
-from tools.diagnostics import diagnosis_of
-from tools.gpu_compile import TargetError
-from tools.integrity import protected_fingerprint
+from tools.compile.gpu import TargetError
+from tools.diagnosis.diagnostics import diagnosis_of
+from tools.evaluate.backends import BackendUnavailable, select_backend
+from tools.evaluate.runner import SuiteError
+from tools.integrity.audit import protected_fingerprint
 from tools.phases import phase
 from tools.records import Diagnosis
 from tools.replay import replay_command
-from tools.report import write_file_atomic
-from tools.runner import SuiteError
-from tools.suite import fit_budget
-from tools.task import TaskError, validate_sources
+from tools.report.run_folder import write_file_atomic
+from tools.suite.task import TaskError, validate_sources
+from tools.suite.variants import fit_budget
 
 if TYPE_CHECKING:
     from graph.state import State

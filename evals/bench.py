@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.mode == "compare":  # the Debug arm: offline engine first, then the same model
         extra = a.extra.split() + ["--patcher", "auto"]
     if not a.suite_only and (a.mode in ("regenerate", "compare") or a.patcher in ("llm", "auto")):
-        from tools.llm import LLMConfigError, config_from_env
+        from tools.llm.client import LLMConfigError, config_from_env
 
         try:
             config_from_env()

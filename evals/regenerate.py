@@ -22,9 +22,9 @@ import subprocess
 import sys
 
 from agents.prompts import template
-from tools.llm import LLMCallError, call, config_from_env, make_chat_model
-from tools.llm_patch import regenerate_messages
-from tools.search_replace import whole_file
+from tools.llm.client import LLMCallError, call, config_from_env, make_chat_model
+from tools.llm.patch import regenerate_messages
+from tools.llm.search_replace import whole_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -150,7 +150,7 @@ def compare(cases: str, names: list[str], debug_rows: list[dict], work: str, k: 
     Returns:
         0, or 2 when the LLM endpoint is not configured (one line on stderr).
     """
-    from tools.llm import LLMConfigError
+    from tools.llm.client import LLMConfigError
 
     try:
         cfg = config_from_env(timeout_s=float(os.environ.get("NEARMISS_LLM_TIMEOUT", 120)),
@@ -313,7 +313,7 @@ def compare_mode(cases: str, names: list[str], debug_rows: list[dict], work: str
     Returns:
         0, or 2 when the LLM endpoint is not configured (one line on stderr).
     """
-    from tools.llm import LLMConfigError
+    from tools.llm.client import LLMConfigError
 
     try:
         cfg = config_from_env(timeout_s=float(os.environ.get("NEARMISS_LLM_TIMEOUT", 120)),

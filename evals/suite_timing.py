@@ -27,8 +27,8 @@ def time_case(case_dir: str, work: str) -> dict:
         ``{"case", "variants", "search", "heldout", "build_s", "eval_s", "forward_s",
         "overhead_share", "first_eval_s"}``; seconds are wall-clock, the share is in [0, 1].
     """
-    from tools.backends import select_backend
-    from tools.runner import Runner
+    from tools.evaluate.backends import select_backend
+    from tools.evaluate.runner import Runner
 
     with open(os.path.join(case_dir, "reference.py")) as f:
         reference = f.read()

@@ -3,7 +3,7 @@
 Repairs every task folder under DIR (a folder holding ``reference.py`` and ``candidate.py``;
 folders inside a task folder are not searched) with ``graph.run`` and collects the
 verdicts. Each worker is a long-lived process that runs its tasks one after another
-in-process, so its warm sandbox workers (``tools.sandbox.WarmPool``), the imports of
+in-process, so its warm sandbox workers (``tools.sandbox.launch.WarmPool``), the imports of
 LangGraph and torch, and the embedding model (``kb.embed``) start once per worker, not once
 per task.
 

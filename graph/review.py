@@ -15,7 +15,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.syntax import Syntax
 
-from tools.source_edit import parses
+from tools.repair.source_edit import parses
 
 PROMPT = "[bold]apply this patch?[/bold] \\[a]ccept / \\[r]eject / \\[e]dit: "
 

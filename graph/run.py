@@ -19,7 +19,7 @@ import sys  # noqa: E402
 
 from rich.console import Console  # noqa: E402
 
-from tools.report import EXIT_CODES  # noqa: E402
+from tools.report.run_folder import EXIT_CODES  # noqa: E402
 
 EXIT = EXIT_CODES
 
@@ -149,11 +149,11 @@ def _event(console: Console, event, t0: float) -> None:
 def _prestart_workers() -> None:
     """Start the warm workers of the suite build (interpreter) and of GPU compiles in background threads.
 
-    Their environments are those ``tools.runner`` passes (``TRITON_INTERPRET=1`` for the
+    Their environments are those ``tools.evaluate.runner`` passes (``TRITON_INTERPRET=1`` for the
     suite and interpreter evaluations, ``COMPILE_ENV`` for compiles); a pool that is already
     starting or running is reused, so the runner's own prestart costs nothing more.
     """
-    from tools.sandbox import WARM_ENABLED, WarmPool
+    from tools.sandbox.launch import WARM_ENABLED, WarmPool
 
     if WARM_ENABLED:
         for env in ({"TRITON_INTERPRET": "1"}, {"TRITON_INTERPRET": "0"}):
@@ -161,7 +161,7 @@ def _prestart_workers() -> None:
 
 
 def _gpu_timing(run_dir: str) -> dict:
-    """KernelBench-style CUDA timing of eager, candidate and repair (``tools.gpu_timing``), in a child process.
+    """KernelBench-style CUDA timing of eager, candidate and repair (``tools.report.gpu_timing``), in a child process.
 
     Untested: it runs only with ``--backend cuda`` on a GPU. Returns the report, or
     ``{"error": ...}`` when the timing process fails.
@@ -169,7 +169,7 @@ def _gpu_timing(run_dir: str) -> dict:
     import subprocess
 
     try:
-        p = subprocess.run([sys.executable, "-m", "tools.gpu_timing", run_dir], capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-m", "tools.report.gpu_timing", run_dir], capture_output=True, text=True,
                            timeout=600, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     except subprocess.TimeoutExpired:
         return {"error": "the timing process ran over 600 s"}
@@ -186,7 +186,7 @@ def _add_phases(run_dir: str, rec, more: dict | None = None) -> dict:
     A resumed run's timeline covers only this process. The file is rewritten atomically.
     Returns the phases.
     """
-    from tools.report import write_file_atomic
+    from tools.report.run_folder import write_file_atomic
 
     ph = rec.report()
     path = os.path.join(run_dir, "report.json")
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
 
     begin = T_IMPORT if argv is None else time.monotonic()  # a CLI process counts its own imports too
     rec = phases.start(begin)
-    from tools.task import TaskError, load_task
+    from tools.suite.task import TaskError, load_task
 
     task = None
     if not args.resume:
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.common import make_run_dir
     from graph.build import build_graph
     from graph.state import checkpoint_serde
-    from tools.sandbox import SandboxUnavailable, allow_unsafe, check_sandbox
+    from tools.sandbox.launch import SandboxUnavailable, allow_unsafe, check_sandbox
 
     allow_unsafe(args.unsafe_no_sandbox)
     try:
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"{run_dir}: the run had already finished")
     else:
         from graph.context import Settings
-        from tools.llm import LLMConfigError, config_from_env
+        from tools.llm.client import LLMConfigError, config_from_env
 
         if (args.patcher or Settings().patcher) in ("llm", "auto"):
             try:
@@ -266,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         options = {k: v for k, v in task.options.items() if k in ("atol", "rtol", "backend", "timeout")}
         options.update(settings_options(args))
-        from tools.ascend_compile import AscendUnavailable, require_env
-        from tools.backends import local_target
-        from tools.gpu_compile import TargetError, parse_targets
+        from tools.compile.ascend import AscendUnavailable, require_env
+        from tools.compile.gpu import TargetError, parse_targets
+        from tools.evaluate.backends import local_target
 
         try:
             require_env(parse_targets(args.targets, local_target()))
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
     finally:
-        from tools.scrub import scrub_file, scrub_tree
+        from tools.sandbox.scrub import scrub_file, scrub_tree
         scrub_tree(run_dir, skip=("checkpoints.sqlite",))  # no secret value in any run-folder file, however it ended
     values = app.get_state(config).values
     conn.close()

@@ -103,7 +103,7 @@ class State(InputState, OutputState, total=False):
     compile: dict
     """Compile report of the original candidate (``tools.records.CompileReport``)."""
     protected: dict
-    """SHA-256 of the reference, tolerances and suite files at triage (``tools.integrity``); the auditor re-checks them."""
+    """SHA-256 of the reference, tolerances and suite files at triage (``tools.integrity.audit``); the auditor re-checks them."""
     diagnosis: Diagnosis
     """Latest diagnosis (``tools.records.Diagnosis``): symptoms, failing variants, smallest failing variant,
     fault class, findings, summary, key of the diagnosed source."""
@@ -145,7 +145,7 @@ class State(InputState, OutputState, total=False):
     tokens: dict
     """LLM tokens used: ``{"prompt", "completion", "total"}`` (0 for the offline patcher)."""
     probe_request: dict | None
-    """Probes the patcher asked for (``tools.probes.ProbeRequest``; the LLM patcher's probe answers); the
+    """Probes the patcher asked for (``tools.diagnosis.probes.ProbeRequest``; the LLM patcher's probe answers); the
     patcher routes to the planner, which runs them and clears it."""
     verdict: str
     """Final status once decided (``repaired``, ``not_repaired``...), empty while running."""

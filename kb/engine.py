@@ -1,10 +1,10 @@
 """The offline repair engine's plan: which edits to screen, in what order.
 
 Order: (1) replays of learned repairs whose symptoms match the diagnosis (``kb.learn``),
-(1b) edits derived from the diagnosis' relations (``tools.derived``: a factor in scope, a
+(1b) edits derived from the diagnosis' relations (``tools.repair.derived``: a factor in scope, a
 missing row offset, a literal stride, a clamp, a zero-divisor guard), (2) the operators of
 the retrieved patterns, in the store's ranking, each with the pattern's parameters, (2b)
-derived edits no relation points to, (3) every generic mutation (``tools.mutations``) not
+derived edits no relation points to, (3) every generic mutation (``tools.repair.mutations``) not
 proposed yet.
 The patcher screens the plan in batches within its evaluation budget; nothing here runs
 a candidate.
@@ -20,11 +20,11 @@ from typing import Any
 
 from kb.retrieve import rank_patterns
 from kb.store import Hit, KBStore, StoreError, open_store, query_text
-from tools.derived import derive
-from tools.mutations import MUTATIONS, mutate
-from tools.operators import OPERATORS, Context, analyse, matches
 from tools.phases import phase
 from tools.records import Patch
+from tools.repair.derived import derive
+from tools.repair.mutations import MUTATIONS, mutate
+from tools.repair.operators import OPERATORS, Context, analyse, matches
 
 SUSPICIOUS_BOOST = 3.0  # a defect idiom in the code outweighs any single symptom (weights run 0.3-5)
 NOT_APPLICABLE = 1.0
@@ -128,7 +128,7 @@ def rank(source: str, diagnosis: dict, tensor_params: list[str] | None = None, s
         specific = [o for o in h.pattern["operators"] if o["id"] not in MUTATIONS]  # mutations apply anywhere
         if specific and not any(p.operator not in MUTATIONS for p in patches):
             adj -= NOT_APPLICABLE
-        from tools.ascend_operators import family_boost
+        from tools.repair.ascend_operators import family_boost
         adj += family_boost(h.pattern, diagnosis)  # patterns of the target family that failed (Ascend) first
         out.append((h.score + adj, h.pattern, patches))
     out.sort(key=lambda t: (-t[0], t[1]["id"]))
@@ -141,7 +141,7 @@ def plan(source: str, diagnosis: Mapping[str, Any], tensor_params: list[str] | N
 
     Args:
         source: the candidate to edit.
-        diagnosis: ``tools.diagnostics.diagnose`` output (symptoms, summary, findings).
+        diagnosis: ``tools.diagnosis.diagnostics.diagnose`` output (symptoms, summary, findings).
         tensor_params: ``ModelNew.forward`` parameters that are tensors.
         store: an open ``KBStore`` (default: open the default one for this call).
         tried: keys (``key(patch.source)``) of sources already screened; they are left out.
@@ -165,7 +165,7 @@ def plan(source: str, diagnosis: Mapping[str, Any], tensor_params: list[str] | N
                 out.append(p)
 
     ctx = analyse(source, tensor_params)
-    from tools.ascend_operators import ascend_plan
+    from tools.repair.ascend_operators import ascend_plan
     add(ascend_plan(ctx, diagnosis))  # an Ascend compile finding: its operators, sized by the compiler's figures
     for e in learned:  # the exact edit that repaired a run with these symptoms
         add(_proposals(ctx, e["operator"], e.get("params")))

@@ -1,7 +1,7 @@
 """Load repair patterns and rank them by the symptoms of a diagnosis.
 
-Each pattern file (``kb/patterns/*.toml``) names its repair operators (``tools.operators``
-or ``tools.mutations``, with parameters; none for a fix only an LLM can make), the
+Each pattern file (``kb/patterns/*.toml``) names its repair operators (``tools.repair.operators``
+or ``tools.repair.mutations``, with parameters; none for a fix only an LLM can make), the
 categories of kernels it concerns, the symptoms it answers with weights, and text for
 people and LLMs (explanation, fix, before/after example). ``kb.store`` indexes them for
 search by meaning; ``rank_patterns`` is the symptom-only ranking the store adds to.

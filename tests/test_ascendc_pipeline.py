@@ -10,9 +10,9 @@ from conftest import ROOT
 
 from tools.ascendc.operators import propose
 from tools.ascendc.suite import cpp_constants
-from tools.backends import INTERPRETER
-from tools.runner import Runner
-from tools.task import TaskError, validate_sources
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
+from tools.suite.task import TaskError, validate_sources
 
 CASES = os.path.join(ROOT, "evals", "cases")
 
@@ -174,7 +174,7 @@ def test_multikernelbench_floor_divided_tiling_drops_the_tail(tmp_path):
 
 def test_cpp_integrity_checks_flag_shape_special_cases_tables_and_silent_kernels():
     from tools.ascendc.integrity import cpp_findings
-    from tools.static_checks import run_static_checks
+    from tools.integrity.static_checks import run_static_checks
     table = ", ".join(["1.0f"] * 70)
     cheat = _with_kernel_body(f"    float t[] = {{{table}}};\n    if (total == 16000) {{ return; }}")
     checks = {f.check for f in cpp_findings(cheat)}

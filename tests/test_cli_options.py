@@ -19,7 +19,7 @@ FLAGS = [
     (['--out'], 'out', '_StoreAction', None, None, None, None, 'run folder (default runs/<time>-<name>/; an existing one is never overwritten)'),
     (['--backend'], 'backend', '_StoreAction', None, None, ['auto', 'interpreter', 'cuda', 'npu'], None, None),
     (['--patcher'], 'patcher', '_StoreAction', None, None, ['auto', 'patterns', 'llm'], None, None),
-    (['--tolerance-profile'], 'tolerance_profile', '_StoreAction', None, None, ['kernelbench', 'ascend'], None, 'per-dtype tolerances of a target family (tools.tolerance_profiles; default kernelbench)'),
+    (['--tolerance-profile'], 'tolerance_profile', '_StoreAction', None, None, ['kernelbench', 'ascend'], None, 'per-dtype tolerances of a target family (tools.compare.tolerance_profiles; default kernelbench)'),
     (['--llm-record'], 'llm_record', '_StoreAction', None, None, None, 'DIR', 'record every LLM request and response into DIR'),
     (['--llm-replay'], 'llm_replay', '_StoreAction', None, None, None, 'DIR', 'answer LLM requests from a --llm-record folder; no server'),
     (['--targets'], 'targets', '_StoreAction', None, None, None, None, 'targets every kernel must compile for, e.g. sm_80,sm_90,gfx942,ascend910b3 (default: the local GPU, else sm_90; none to skip)'),

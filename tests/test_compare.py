@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from tools.compare import compare_outputs, compare_tensor, tolerance
+from tools.compare.outputs import compare_outputs, compare_tensor, tolerance
 
 
 def test_tolerance_table_follows_kernelbench():

@@ -1,8 +1,8 @@
-"""The GPU compile cache key (tools.gpu_compile): what compiles, not the whole module."""
+"""The GPU compile cache key (tools.compile.gpu): what compiles, not the whole module."""
 
 
 def test_compile_cache_key_ignores_edits_outside_the_kernel(tmp_path):
-    """tools.gpu_compile keys compiles by Triton's dependency hash: a launcher edit reuses them, a kernel edit not."""
+    """tools.compile.gpu keys compiles by Triton's dependency hash: a launcher edit reuses them, a kernel edit not."""
     import os
     import subprocess
     import sys
@@ -17,7 +17,7 @@ def test_compile_cache_key_ignores_edits_outside_the_kernel(tmp_path):
     for name, text in variants.items():
         (tmp_path / f"{name}.py").write_text(text)
     code = ("import importlib.util, sys\n"
-            "from tools.gpu_compile import _kernel_key\n"
+            "from tools.compile.gpu import _kernel_key\n"
             "for n in ['same', 'host', 'kernel']:\n"
             f"    spec = importlib.util.spec_from_file_location('m_' + n, r'{tmp_path}/' + n + '.py')\n"
             "    m = importlib.util.module_from_spec(spec); sys.modules[spec.name] = m; spec.loader.exec_module(m)\n"

@@ -1,6 +1,6 @@
 """Diagnosis: symptoms from variant kinds and relations, and the fault class they point to."""
 
-from tools.diagnostics import diagnose, fault_class
+from tools.diagnosis.diagnostics import diagnose, fault_class
 from tools.records import EvalResult, TensorError, VariantResult
 
 SUITE = [

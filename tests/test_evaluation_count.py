@@ -4,7 +4,7 @@ import agents.common as common
 
 
 class _CountingRunner:
-    """Stands in for ``tools.runner.Runner`` so that no sandboxed process starts; the subject is
+    """Stands in for ``tools.evaluate.runner.Runner`` so that no sandboxed process starts; the subject is
     ``agents.common.runner``, which must carry the state's count into the runner it creates."""
 
     def __init__(self, *args, **kwargs):

@@ -8,13 +8,13 @@ import types
 import pytest
 import torch
 
-from tools.derived import derive, row_offset_edits, scale_edits, stride_arg_edits
-from tools.diagnostics import diagnosis_of
-from tools.minimise import shrink_candidates
-from tools.operators import analyse
+from tools.diagnosis.diagnostics import diagnosis_of
 from tools.records import EvalResult, TensorError, VariantResult
-from tools.suite import clone_inputs, fill_expected, generate_variants, inspects_rank
-from tools.task import TaskError, construct, split_init, validate_sources
+from tools.repair.derived import derive, row_offset_edits, scale_edits, stride_arg_edits
+from tools.repair.operators import analyse
+from tools.suite.minimise import shrink_candidates
+from tools.suite.task import TaskError, construct, split_init, validate_sources
+from tools.suite.variants import clone_inputs, fill_expected, generate_variants, inspects_rank
 
 
 def _module(src: str, tmp_path=None) -> types.ModuleType:
@@ -79,7 +79,7 @@ def test_small_expanded_strided_and_regime_variants_exist_and_keep_their_layout(
 
 
 def test_poison_fills_fresh_allocations_with_nan():
-    code = ("import torch\nfrom tools.poison import enable_poison\nassert enable_poison()\n"
+    code = ("import torch\nfrom tools.worker.poison import enable_poison\nassert enable_poison()\n"
             "a = torch.empty(64); print(bool(torch.isnan(a).all()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-300:]
@@ -184,7 +184,7 @@ def test_kernelbook_init_inputs_and_model_by_assignment():
 
 
 def test_derive_shrunk_gives_the_shrunk_variants_with_reference_outputs():
-    from tools.minimise import derive_shrunk
+    from tools.suite.minimise import derive_shrunk
 
     ref = _module(BROADCAST_REF)
     vs = fill_expected(ref, [v for v in generate_variants(ref) if v.id == "default/seed1"], [])

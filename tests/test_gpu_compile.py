@@ -7,9 +7,9 @@ import sys
 import pytest
 from conftest import FIXTURES, ROOT, fixture_text
 
-from tools.backends import INTERPRETER
-from tools.gpu_compile import TargetError, parse_targets
-from tools.runner import Runner
+from tools.compile.gpu import TargetError, parse_targets
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
 
 
 def test_parse_targets():

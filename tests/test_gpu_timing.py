@@ -1,4 +1,4 @@
-"""tools.gpu_timing on CPU: statistics of synthetic samples, speedups, the slowdown bound, report fields.
+"""tools.report.gpu_timing on CPU: statistics of synthetic samples, speedups, the slowdown bound, report fields.
 
 The timed path itself (CUDA events, L2 flush) needs a GPU and is untested here.
 """
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from tools import gpu_timing as gt
-from tools.integrity import TIME_GROWTH
+from tools.integrity.audit import TIME_GROWTH
+from tools.report import gpu_timing as gt
 
 
 def test_summarize_known_samples():

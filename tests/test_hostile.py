@@ -5,8 +5,8 @@ import os
 import pytest
 from conftest import ROOT, fixture_text
 
-from tools.backends import INTERPRETER
-from tools.runner import Runner
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
 
 HOSTILE = os.path.join(ROOT, "tests", "hostile")
 MARKERS = ["/tmp/nearmiss_hostile_subprocess", "/tmp/nearmiss_hostile_system", "/tmp/nearmiss_hostile_write",

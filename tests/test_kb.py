@@ -12,9 +12,9 @@ from kb import embed
 from kb.engine import plan
 from kb.retrieve import PATTERN_DIR, load_patterns
 from kb.store import KBStore, StoreError
-from tools.diagnostics import SYMPTOMS
-from tools.mutations import MUTATIONS
-from tools.operators import OPERATORS
+from tools.diagnosis.diagnostics import SYMPTOMS
+from tools.repair.mutations import MUTATIONS
+from tools.repair.operators import OPERATORS
 
 CATEGORIES = {"elementwise", "activation", "reduction", "softmax", "normalization", "matmul", "attention", "rope",
               "scan", "pooling", "loss", "indexing", "conv"}

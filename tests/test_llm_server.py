@@ -24,18 +24,18 @@ import time
 import pytest
 from conftest import FIXTURES, ROOT
 
-from tools.llm_server import available
+from tools.llm.server import available
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(available() is not None, reason=f"no local model server: {available()}")]
 
 
 class Server:
-    """``python -m tools.llm_server --port 0`` as a child process; ``url`` once it listens."""
+    """``python -m tools.llm.server --port 0`` as a child process; ``url`` once it listens."""
 
     def __init__(self, tmp, ctx: int = 8192) -> None:
         self.log = open(os.path.join(tmp, "server.log"), "w+")
-        self.p = subprocess.Popen([sys.executable, "-m", "tools.llm_server", "--port", "0", "--ctx", str(ctx)],
+        self.p = subprocess.Popen([sys.executable, "-m", "tools.llm.server", "--port", "0", "--ctx", str(ctx)],
                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.p.stdout.readline()
         m = re.search(r"listening on (\S+) model (\S+)", line)
@@ -105,8 +105,8 @@ def test_llm_patcher_against_the_real_server_ends_with_a_verdict_and_the_server_
 
 
 def test_a_prose_answer_is_refused_before_anything_runs(server):
-    from tools.llm import LLMConfig, call, make_chat_model
-    from tools.llm_patch import AnswerError, parse_answer
+    from tools.llm.client import LLMConfig, call, make_chat_model
+    from tools.llm.patch import AnswerError, parse_answer
 
     model = make_chat_model(LLMConfig(model=server.model, base_url=server.url, max_tokens=40, max_retries=0))
     res = call(model, [("user", "In one sentence, what is a GPU?")])

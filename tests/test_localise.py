@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tools.localise import relations, stale_tail
+from tools.compare.localise import relations, stale_tail
 
 TOL = (1e-4, 1e-4)
 

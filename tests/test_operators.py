@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from tools.operators import OPERATORS, propose
+from tools.repair.operators import OPERATORS, propose
 
 HEAD = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n\n"
 WRAP = """

@@ -4,7 +4,7 @@ import ast
 
 from test_operators import HEAD, has, kernel, sources
 
-from tools.mutations import MUTATIONS, mutate
+from tools.repair.mutations import MUTATIONS, mutate
 
 
 def test_int64_offsets_widens_the_program_id():

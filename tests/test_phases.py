@@ -76,7 +76,7 @@ def test_model_preload_only_when_the_query_embedding_is_not_cached(monkeypatch):
 def test_parent_compares_with_one_torch_thread(monkeypatch):
     import torch
 
-    from tools.runner import parent_threads
+    from tools.evaluate.runner import parent_threads
 
     before = torch.get_num_threads()
     try:
@@ -93,7 +93,7 @@ def test_parent_compares_with_one_torch_thread(monkeypatch):
 def test_zygote_preimports_exist():
     import importlib.util
 
-    from tools.zygote import PREIMPORT
+    from tools.worker.zygote import PREIMPORT
 
     assert "torch._inductor.config" in PREIMPORT  # what torch.use_deterministic_algorithms imports
     assert all(importlib.util.find_spec(name) is not None for name in PREIMPORT)
@@ -119,7 +119,7 @@ def test_warm_workers_start_on_one_long_lived_thread():
 
     import pytest
 
-    from tools.sandbox import _on_starter_thread
+    from tools.sandbox.launch import _on_starter_thread
 
     names = []
     for _ in range(2):

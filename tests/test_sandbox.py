@@ -2,8 +2,8 @@
 
 import pytest
 
-from tools.backends import INTERPRETER
-from tools.runner import Runner
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +104,11 @@ def get_init_inputs():
     assert not any(i.startswith("regime/offset") for i in ids)
 
 
-# ------------------------------------------------------------------ the OS sandbox itself (tools.sandbox)
+# ------------------------------------------------------------------ the OS sandbox itself (tools.sandbox.launch)
 def _inside(code: str, **kw):
     import sys
 
-    from tools.sandbox import run_sandboxed
+    from tools.sandbox.launch import run_sandboxed
     return run_sandboxed([sys.executable, "-c", code], timeout_s=60, **kw)
 
 
@@ -158,7 +158,7 @@ except OSError as e:
 def test_project_cloned_under_tmp_stays_visible_above_the_scratch(tmp_path, monkeypatch):
     import tempfile
 
-    import tools.sandbox as sb
+    import tools.sandbox.launch as sb
     clone = tempfile.mkdtemp(prefix="nearmiss-clone-", dir="/tmp")
     try:
         with open(f"{clone}/marker.txt", "w") as f:
@@ -174,7 +174,7 @@ def test_project_cloned_under_tmp_stays_visible_above_the_scratch(tmp_path, monk
 def test_seccomp_refuses_native_process_creation_and_inet_sockets():
     code = """
 import ctypes, socket
-from tools.confine import install_seccomp
+from tools.worker.confine import install_seccomp
 assert install_seccomp()
 libc = ctypes.CDLL(None)
 print("fork", libc.fork())
@@ -189,7 +189,7 @@ import threading; t = threading.Thread(target=print, args=("thread ok",)); t.sta
 
 
 def test_refused_namespaces_stop_untrusted_code_in_one_line(monkeypatch):
-    import tools.sandbox as sb
+    import tools.sandbox.launch as sb
     monkeypatch.setattr(sb, "_PROBE", {"ok": False, "why": "the kernel refuses the sandbox's namespaces: EPERM"})
     monkeypatch.setattr(sb, "_UNSAFE", False)
     with pytest.raises(sb.SandboxUnavailable) as e:
@@ -202,7 +202,7 @@ def test_refused_namespaces_stop_untrusted_code_in_one_line(monkeypatch):
 
 
 def test_cli_refuses_without_namespaces(monkeypatch, tmp_path, capsys):
-    import tools.sandbox as sb
+    import tools.sandbox.launch as sb
     from graph.run import main
     monkeypatch.setattr(sb, "_PROBE", {"ok": False, "why": "bubblewrap (bwrap) is not installed"})
     monkeypatch.setattr(sb, "_UNSAFE", False)
@@ -215,7 +215,7 @@ def test_cli_refuses_without_namespaces(monkeypatch, tmp_path, capsys):
 
 
 def test_scrub_replaces_secret_values_in_text_and_files(tmp_path):
-    from tools.scrub import scrub, scrub_tree
+    from tools.sandbox.scrub import scrub, scrub_tree
     env = {"OPENAI_API_KEY": "sk-abcdef0123456789", "HOME": "/root/abcdefgh"}
     assert scrub("key sk-abcdef0123456789 at /root/abcdefgh", env) == "key [redacted] at /root/abcdefgh"
     (tmp_path / "a.json").write_text('{"m": "sk-abcdef0123456789"}')

@@ -35,7 +35,7 @@ def _records() -> dict:
             "fault_class": {"name": "mask_bound", "because": ["tail_only"], "reading": "the mask stops early"},
             "localisation": [{"name": "shifted_by_one", "detail": "", "variant": "v1", "variants": 1}],
             "findings": ["v1: mismatch"], "summary": "1 of 2 variants fail", "source": "abc123",
-            "target_family": "ascend"}  # an extra key (tools.ascend_operators) is kept
+            "target_family": "ascend"}  # an extra key (tools.repair.ascend_operators) is kept
     ev = EvalResult(status="mismatch", backend="interpreter", launch_signatures=[{"kernel": "k"}], variants=[
         VariantResult(variant_id="v1", status="mismatch", errors=[
             TensorError(output_index=0, shape=[8], dtype="float32", ok=False, max_abs_err=0.5)])])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools.static_checks import run_static_checks
+from tools.integrity.static_checks import run_static_checks
 
 HONEST = '''
 import torch
@@ -107,7 +107,7 @@ def test_parameters_built_in_init_and_rank_tests_are_honest():
     assert run_static_checks(src) == []
 
 
-# ------------------------------------------------------------------ host-code allowlist (tools.host_allowlist)
+# ------------------------------------------------------------------ host-code allowlist (tools.integrity.host_allowlist)
 def _host(extra_import: str, forward_line: str) -> str:
     src = HONEST.replace("import torch\n", extra_import + "import torch\n", 1)
     return src.replace("        return y.view(x.shape)", forward_line + "\n        return y.view(x.shape)")
@@ -161,7 +161,7 @@ def test_tf32_dot_behind_a_constexpr_is_an_error_and_atomics_a_warning():
 
 
 def test_poisoned_copy_rewrites_only_real_kernel_stores():
-    from tools.causality import POISON, poison_kernels
+    from tools.integrity.causality import POISON, poison_kernels
     src = HONEST + "\n\ndef helper(t):\n    t.store(1, 2)\n    return t\n"
     new, count = poison_kernels(src)
     assert count == 1 and f"* 0 + {POISON}" in new

@@ -6,10 +6,10 @@ import pytest
 import torch
 from conftest import fixture_text
 
-from tools.backends import INTERPRETER
-from tools.probes import first_nan, instrument
-from tools.runner import Runner
-from tools.suite import candidate_boundaries, fill_expected, generate_variants
+from tools.diagnosis.probes import first_nan, instrument
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
+from tools.suite.variants import candidate_boundaries, fill_expected, generate_variants
 
 
 def _module(src: str) -> types.ModuleType:

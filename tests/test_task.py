@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from tools.task import TaskError, load_task, validate_sources
+from tools.suite.task import TaskError, load_task, validate_sources
 
 REF = "import torch\nclass Model(torch.nn.Module):\n    def __init__(self, a):\n        super().__init__()\n" \
       "    def forward(self, x):\n        return x\ndef get_inputs():\n    return [torch.ones(3)]\n"

@@ -98,13 +98,13 @@ def extract_program(answer: str) -> str:
 
 
 def ask_model(messages: list[tuple[str, str]]):
-    """One chat call to the configured endpoint (``tools.llm``).
+    """One chat call to the configured endpoint (``tools.llm.client``).
 
     Raises:
-        tools.llm.LLMConfigError: no model or base URL configured.
-        tools.llm.LLMCallError: timeout, HTTP error or connection failure.
+        tools.llm.client.LLMConfigError: no model or base URL configured.
+        tools.llm.client.LLMCallError: timeout, HTTP error or connection failure.
     """
-    from tools import llm
+    from tools.llm import client as llm
 
     return llm.call(llm.make_chat_model(llm.config_from_env()), messages)
 
@@ -126,7 +126,7 @@ def write_dsl(state: AgentState) -> dict:
 
 
 def _child_env() -> dict:
-    from tools.sandbox import ENV_ALLOWLIST, PROJECT_ROOT
+    from tools.sandbox.launch import ENV_ALLOWLIST, PROJECT_ROOT
 
     env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
     env.update(PYTHONPATH=PROJECT_ROOT, PYTHONDONTWRITEBYTECODE="1")
@@ -150,7 +150,7 @@ def check_dsl(state: AgentState) -> dict:
 
     The program is model-written Python, so it never runs in this process: the child has an
     environment allowlist (no API keys), its own session, rlimits and a time limit, and loads
-    the program under ``tools.confine`` (writes only into the attempt folder, no processes, no
+    the program under ``tools.worker.confine`` (writes only into the attempt folder, no processes, no
     network).
     """
     d = os.path.join(state["out"], f"attempt_{state['attempt']:02d}")

@@ -1,8 +1,8 @@
 """Check a DSL program against a KernelBench-style reference on the project's input suite.
 
-``check_program`` runs the executor on every suite variant (``tools.suite``) whose input
+``check_program`` runs the executor on every suite variant (``tools.suite.variants``) whose input
 dtypes the program declares, and compares with the reference under the project's tolerance
-table (``tools.compare``). ``python -m tile_dsl.check PROGRAM REFERENCE`` does the same in a
+table (``tools.compare.outputs``). ``python -m tile_dsl.check PROGRAM REFERENCE`` does the same in a
 child process and prints one JSON line: the agent runs a model's DSL answer this way, never
 in its own process.
 """
@@ -60,8 +60,8 @@ def load_reference(source: str, name: str = "reference"):
 
 
 def suite(module) -> list:
-    """The reference's suite variants with expected outputs (``tools.suite``)."""
-    from tools.suite import fill_expected, generate_variants
+    """The reference's suite variants with expected outputs (``tools.suite.variants``)."""
+    from tools.suite.variants import fill_expected, generate_variants
 
     init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
     return fill_expected(module, generate_variants(module), init)
@@ -81,7 +81,7 @@ def check_program(prog: ir.Program, module, variants: list | None = None) -> Che
     Returns:
         A ``CheckResult``; a DSL error on any variant makes it ``dsl_error``.
     """
-    from tools.compare import compare_outputs
+    from tools.compare.outputs import compare_outputs
 
     variants = suite(module) if variants is None else variants
     res = CheckResult("correct")
@@ -127,14 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     Always exits 0; the JSON line is the answer.
 
     The program (model-written Python) is loaded after the reference's suite is computed and
-    after ``tools.confine`` is installed: no process creation, no network, writes only under
+    after ``tools.worker.confine`` is installed: no process creation, no network, writes only under
     ``LOWER_DIR`` (or nowhere). The verdict printed here is advisory: a program can still
     tamper with this process, so the agent's verdict on correctness is the debugger's, which
     evaluates the lowered candidate in its own sandbox and audits it.
     """
     from tile_dsl.load import load_program_source
     from tile_dsl.lower import lower_direct, lower_mkb
-    from tools.confine import confine
+    from tools.worker.confine import confine
 
     args = argv if argv is not None else sys.argv[1:]
     program_path, reference_path = args[:2]

@@ -44,7 +44,7 @@ class TensorError(BaseModel):
     ref_inf_count: int = 0
     bad_along_dims: list[dict] = Field(default_factory=list, description="per dimension: size, bad index count, first/last bad index")
     relations: list[str] = Field(default_factory=list, description="how the wrong output relates to the reference "
-                                 "(tools.localise.RELATIONS: shifted_by_one, transposed, scaled, ...)")
+                                 "(tools.compare.localise.RELATIONS: shifted_by_one, transposed, scaled, ...)")
     message: str = ""
 
 
@@ -62,7 +62,7 @@ class VariantResult(BaseModel):
     unsupported: bool = Field(False, description="the candidate raised a clear exception on this derived (non-default) "
                                                  "variant: it refuses the input rather than computing a wrong result")
     audit: dict = Field(default_factory=dict, description="dynamic integrity facts of an audit run "
-                                                          "(tools.dynamic_checks.AuditProbe.facts); empty otherwise")
+                                                          "(tools.worker.dynamic_checks.AuditProbe.facts); empty otherwise")
 
     @property
     def max_abs_err(self) -> float:
@@ -82,7 +82,7 @@ class EvalResult(BaseModel):
     startup_s: float = Field(0.0, description="seconds the sandboxed process spent importing torch/triton and loading the task")
     message: str = ""
     launch_signatures: list[dict] = Field(default_factory=list, description="distinct kernel launch signatures "
-                                          "recorded on the interpreter (tools.gpu_compile.record_launch)")
+                                          "recorded on the interpreter (tools.compile.gpu.record_launch)")
 
     @property
     def passed(self) -> bool:
@@ -173,7 +173,7 @@ class Patch(BaseModel):
 
 
 class KernelCompile(BaseModel):
-    """One kernel compiled for one GPU target (``tools.gpu_compile.compile_launch``)."""
+    """One kernel compiled for one GPU target (``tools.compile.gpu.compile_launch``)."""
 
     kernel: str
     target: str
@@ -210,7 +210,7 @@ class CompileReport(BaseModel):
 
 
 class FaultClass(Record):
-    """The likely fault class of a diagnosis (``tools.diagnostics.fault_class``)."""
+    """The likely fault class of a diagnosis (``tools.diagnosis.diagnostics.fault_class``)."""
 
     name: str | None = None
     because: list[str] = Field(default_factory=list, description="the symptoms that point at it")
@@ -218,17 +218,17 @@ class FaultClass(Record):
 
 
 class Diagnosis(Record):
-    """The state's ``diagnosis``: what is wrong with the best candidate so far (``tools.diagnostics.diagnosis_of``).
+    """The state's ``diagnosis``: what is wrong with the best candidate so far (``tools.diagnosis.diagnostics.diagnosis_of``).
 
     Extra keys are kept: ``probes`` (the planner's probe results), the Ascend compile figures
-    (``tools.ascend_operators.ascend_diagnosis``).
+    (``tools.repair.ascend_operators.ascend_diagnosis``).
     """
 
     symptoms: list[str] = Field(default_factory=list, description="symptom names (nan_or_inf, tail_only, ...)")
     failing: list[str] = Field(default_factory=list, description="ids of the failing search variants")
     smallest_failing: str | None = Field(None, description="id of the smallest failing variant (elements)")
     fault_class: FaultClass = Field(default_factory=FaultClass)
-    localisation: list[dict] = Field(default_factory=list, description="relations found by tools.localise, "
+    localisation: list[dict] = Field(default_factory=list, description="relations found by tools.compare.localise, "
                                      "each {name, detail, variant, variants}")
     findings: list[str] = Field(default_factory=list, description="one line each, most telling first")
     summary: str = ""

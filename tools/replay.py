@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.isfile(path):
             print(f"error: {path}: no such file (is {args.run_dir} a nearmiss run folder?)", file=sys.stderr)
             return 2
-    from tools.backends import BackendUnavailable, select_backend
-    from tools.runner import Runner, SuiteError
+    from tools.evaluate.backends import BackendUnavailable, select_backend
+    from tools.evaluate.runner import Runner, SuiteError
 
     with open(ref) as f:
         reference = f.read()

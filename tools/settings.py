@@ -68,7 +68,7 @@ class Settings:
     llm_max_tokens: int = field(default_factory=lambda: _env("NEARMISS_LLM_MAX_TOKENS", 2048),
                                 metadata={"description": "completion tokens per LLM call"})
     llm_record: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_RECORD", None), metadata={
-        "description": "folder to record every LLM request and response into (tools.llm_record)", "path": True,
+        "description": "folder to record every LLM request and response into (tools.llm.record)", "path": True,
         "cli": {"metavar": "DIR", "help": "record every LLM request and response into DIR"}})
     llm_replay: str | None = field(default_factory=lambda: _env("NEARMISS_LLM_REPLAY", None), metadata={
         "description": "folder of recorded LLM exchanges to answer from, with no server", "path": True,
@@ -106,9 +106,9 @@ class Settings:
     atol: float | None = field(default=None, metadata={"description": "absolute tolerance overriding the dtype table"})
     rtol: float | None = field(default=None, metadata={"description": "relative tolerance overriding the dtype table"})
     tolerance_profile: str | None = field(default=None, metadata={
-        "description": "per-dtype tolerance table: kernelbench (default) or ascend (tools.tolerance_profiles)",
+        "description": "per-dtype tolerance table: kernelbench (default) or ascend (tools.compare.tolerance_profiles)",
         "cli": {"choices": ["kernelbench", "ascend"],
-                "help": "per-dtype tolerances of a target family (tools.tolerance_profiles; default kernelbench)"}})
+                "help": "per-dtype tolerances of a target family (tools.compare.tolerance_profiles; default kernelbench)"}})
 
     learn: bool = field(default_factory=lambda: _env_flag("NEARMISS_LEARN", True), metadata={
         "description": "record an accepted repair in the learned KB (kb.learn); NEARMISS_LEARN=0 turns it off"})
@@ -126,6 +126,6 @@ class Settings:
     def tolerance(self) -> tuple[float, float] | None:
         """``(atol, rtol)`` when the task overrides the dtype table, else None."""
         if self.atol is None and self.rtol is None:
-            from tools.tolerance_profiles import PROFILES
+            from tools.compare.tolerance_profiles import PROFILES
             return PROFILES.get(self.tolerance_profile or "kernelbench")
         return (self.atol if self.atol is not None else 1e-4, self.rtol if self.rtol is not None else 1e-4)

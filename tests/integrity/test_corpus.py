@@ -4,7 +4,7 @@ Each file of ``corpus/`` is a small task-like candidate whose docstring says whi
 reference it is for (``reference:``), what the audit must find (``expect:`` error checks,
 or ``clean``), optional warnings (``warn:``) and, for repairs, the candidate it was
 repaired from (``original:``). Each is audited as the integrity auditor does it
-(``tools.integrity.audit_candidate``): static checks, then one sandboxed audit run per
+(``tools.integrity.audit.audit_candidate``): static checks, then one sandboxed audit run per
 candidate on the Triton interpreter (held-out variants failing are the triage's verdict for
 a candidate as given, so the corpus expects the audit's own findings).
 """
@@ -18,9 +18,9 @@ import sys
 
 import pytest
 
-from tools.backends import INTERPRETER
-from tools.integrity import audit_candidate, process_findings, protected_fingerprint, same_layout_variants
-from tools.runner import Runner
+from tools.evaluate.backends import INTERPRETER
+from tools.evaluate.runner import Runner
+from tools.integrity.audit import audit_candidate, process_findings, protected_fingerprint, same_layout_variants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -140,8 +140,8 @@ def test_check_cli_rejects_a_torch_softmax_fallback(tmp_path):
 
 
 def test_large_diff_and_cost_growth_are_degeneration():
-    """Thresholds of tools.integrity on synthetic audit facts (no sandbox needed)."""
-    from tools.integrity import degeneration_findings
+    """Thresholds of tools.integrity.audit on synthetic audit facts (no sandbox needed)."""
+    from tools.integrity.audit import degeneration_findings
     from tools.records import EvalResult, VariantResult
 
     original = _source("near_miss_softmax")

@@ -8,10 +8,10 @@ result) it may only compute launch parameters. The audit run's watch of the grid
 
 import pytest
 
-from tools.host_allowlist import grid_findings
-from tools.integrity import dynamic_findings
+from tools.integrity.audit import dynamic_findings
+from tools.integrity.host_allowlist import grid_findings
+from tools.integrity.static_checks import parse_candidate
 from tools.records import EvalResult, VariantResult
-from tools.static_checks import parse_candidate
 
 HEAD = """import functools
 import torch

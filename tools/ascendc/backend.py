@@ -111,7 +111,7 @@ def count_launches(counter) -> None:
 
 
 def audit_launches(probe) -> None:
-    """Record AscendC launches in the integrity audit's probe (``tools.dynamic_checks.AuditProbe``).
+    """Record AscendC launches in the integrity audit's probe (``tools.worker.dynamic_checks.AuditProbe``).
 
     Each launch adds ``{"kernel", "programs": block_dim, "dtypes"}`` to ``probe.launches`` and the
     storages of its tensor arguments to ``probe.arg_storages``/``probe.tainted``, as a Triton

@@ -1,6 +1,6 @@
 """Integrity checks suited to AscendC kernels (static, on the kernel's C++; tree-sitter C++ grammar).
 
-The Python-level checks (``tools.static_checks``: torch compute in ``ModelNew``, caches,
+The Python-level checks (``tools.integrity.static_checks``: torch compute in ``ModelNew``, caches,
 monkey patching...) and the dynamic audit apply to AscendC candidates unchanged; these
 add what only the C++ shows:
 
@@ -77,6 +77,6 @@ def cpp_findings(source: str) -> list[Finding]:
 
 
 def check_ascendc_kernel(c) -> Finding | None:
-    """``tools.static_checks`` form: the first C++ finding of the candidate, or None."""
+    """``tools.integrity.static_checks`` form: the first C++ finding of the candidate, or None."""
     found = cpp_findings(c.source)
     return found[0] if found else None

@@ -327,5 +327,5 @@ def _as_operator(op_id: str):
     return run
 
 
-#: The operators in ``tools.operators.OPERATORS`` form (``f(Context) -> list[Patch]``).
+#: The operators in ``tools.repair.operators.OPERATORS`` form (``f(Context) -> list[Patch]``).
 ASCENDC_OPERATORS = {k: _as_operator(k) for k in CPP_OPERATORS}

@@ -1,7 +1,7 @@
 """Suite inputs for AscendC candidates: the size constants of the kernel's C++.
 
 The suite moves each size of the reference just past the candidate's constants
-(``tools.suite.candidate_boundaries``). For a Triton candidate those are Python integers;
+(``tools.suite.variants.candidate_boundaries``). For a Triton candidate those are Python integers;
 an AscendC candidate keeps its tile lengths in the C++ text (``constexpr uint32_t
 TILE_LEN = 1024``), so they are read from there: integer literals of the kernel sources,
 found with tree-sitter's C++ grammar, from 16 to 2**20 (the same range as the Python ones).

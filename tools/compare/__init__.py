@@ -1,0 +1,1 @@
+"""Runs in the parent: the comparison rule (per-dtype tolerances, localisation); the reference process inside reads the tolerance."""

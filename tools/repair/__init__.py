@@ -1,0 +1,1 @@
+"""Runs in the parent: repair operators, derived edits and generic mutations; single minimal source edits."""
