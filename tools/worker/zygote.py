@@ -48,6 +48,9 @@ def _child(req: dict, fds: list[int], sock: socket.socket, workdir: str) -> None
     os.chdir(workdir)
     os.environ.update({"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                        **req.get("env", {}), "NEARMISS_RESULT_FD": str(RESULT_FD)})
+    import tempfile
+
+    tempfile.tempdir = None  # the fork server's pre-imports may have fixed it to the server's TMPDIR: use the child's
     _limits(req.get("memory_bytes"), req.get("cpu_s"), req.get("file_bytes", 1 << 30))
     import time
 
