@@ -84,6 +84,40 @@ def test_a_replayed_run_gives_the_recorded_report(tmp_path):
     assert sorted(os.listdir(rec)) == files  # replay writes nothing
 
 
+#: Two exchanges recorded from the real local server (``scripts/llm_server.sh``: llama.cpp via cyllama 0.2.18,
+#: SmolLM2-135M-Instruct Q4_1) by ``graph.run TASK --patcher llm --targets none --token-budget 6000
+#: --llm-record DIR`` on ``fixtures/quickgelu`` with ``NEARMISS_LLM_MAX_TOKENS=200``, and the parts of that
+#: run's report.json that do not depend on the clock or on the prompt's wording (``recorded-report.json``).
+REAL = os.path.join(FIXTURES, "llm-replay-smollm2")
+
+
+@pytest.mark.slow
+def test_a_replay_of_a_real_server_recording_gives_the_recorded_report(tmp_path):
+    with open(os.path.join(REAL, "recorded-report.json")) as f:
+        want = json.load(f)
+    exchanges = [json.loads(open(os.path.join(REAL, n)).read()) for n in sorted(os.listdir(REAL))
+                 if n != "recorded-report.json"]
+    usage = [x["response"]["usage"] for x in exchanges]
+    # The recording holds the server's own usage, and the recorded report counted exactly that.
+    assert want["tokens"] == {"prompt": sum(u["prompt_tokens"] for u in usage),
+                              "completion": sum(u["completion_tokens"] for u in usage),
+                              "total": sum(u["total_tokens"] for u in usage)}
+    rec = tmp_path / "rec"
+    shutil.copytree(REAL, rec, ignore=shutil.ignore_patterns("recorded-report.json"))
+    p, r, out = _run(tmp_path, "replay", {"NEARMISS_LLM_MAX_TOKENS": "200"}, "--token-budget", "6000",
+                     "--llm-replay", str(rec))
+    assert p.returncode == 1, p.stderr[-2000:]  # not repaired: a verdict, as recorded
+    got = {"status": r["status"], "reason": r["reason"], "iterations": r["iterations"], "attempts": r["attempts"],
+           "tokens": r["tokens"],
+           "llm": {"model": r["llm"]["model"], "calls": [{k: v for k, v in c.items()
+                                                          if k not in ("seconds", "prompt_tokens_est")}
+                                                         for c in r["llm"]["calls"]]}}
+    # The reason quotes the next call's estimated prompt, which follows the prompt's wording.
+    assert got.pop("reason").split(":")[0] == want.pop("reason").split(":")[0] == "token budget"
+    assert got == want
+    assert r["llm"]["replay"] == str(rec) and not (out / "repaired.py").exists()
+
+
 def test_replay_of_a_missing_folder_is_a_usage_error(tmp_path):
     d = tmp_path / "task"
     shutil.copytree(os.path.join(FIXTURES, "quickgelu"), d, ignore=shutil.ignore_patterns("fixed.py"))
