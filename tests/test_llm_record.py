@@ -177,3 +177,31 @@ def test_request_key_ignores_transport_fields_and_config_rejects_both_modes(tmp_
     assert request_key(body) != request_key({**body, "temperature": 0.5})
     with pytest.raises(LLMConfigError, match="exclude each other"):
         config_from_env("m", "http://x/v1", record=str(tmp_path / "a"), replay=str(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("field,sent", [(None, {"max_completion_tokens": 77, "max_tokens": 77}),
+                                        ("max_completion_tokens", {"max_completion_tokens": 77})])
+def test_the_completion_cap_is_sent_under_the_names_servers_read(monkeypatch, field, sent):
+    # Ollama and llama-cpp-python read only max_tokens; ChatOpenAI sends only max_completion_tokens.
+    from tools.llm import call, make_chat_model
+
+    server = FakeOpenAI().start()
+    server.script = [{"content": "ok", "usage": {"prompt_tokens": 9, "completion_tokens": 1}}]
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    for k in ("NEARMISS_LLM_RECORD", "NEARMISS_LLM_REPLAY", "NEARMISS_LLM_MAX_TOKENS_FIELD"):
+        monkeypatch.delenv(k, raising=False)
+    if field:
+        monkeypatch.setenv("NEARMISS_LLM_MAX_TOKENS_FIELD", field)
+    try:
+        cfg = config_from_env("m", server.url, max_tokens=77, max_retries=0)
+        assert call(make_chat_model(cfg), [("user", "hi")]).total_tokens == 10
+    finally:
+        server.stop()
+    req = server.requests[0]
+    assert {k: req[k] for k in ("max_tokens", "max_completion_tokens") if k in req} == sent
+
+
+def test_an_unknown_cap_field_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("NEARMISS_LLM_MAX_TOKENS_FIELD", "n_predict")
+    with pytest.raises(LLMConfigError, match="NEARMISS_LLM_MAX_TOKENS_FIELD"):
+        config_from_env("m", "http://127.0.0.1:1/v1")
