@@ -268,7 +268,9 @@ def compare_table(s: dict) -> str:
             + ["successes / runs", "tokens per success", "wall per success", "tokens (all)", "wall (all)"])
     arms = [("Debug (offline engine, then the model)", s["debug"])]
     if s.get("debug_llm"):
-        arms.append(("Debug, model only (--patcher llm)", s["debug_llm"]))
+        dl = s["debug_llm"]
+        arms.append(("Debug, model only (--patcher llm)" +
+                     (f", {dl['runs']} of {s['cases']} cases" if dl["runs"] != s["cases"] else ""), dl))
     rows = [
         [label, f"{d['pass_at_1']:.3f}"] + ["-"] * (k - 1) +
         [f"{d['successes']} / {d['runs']}", per(d["tokens_per_success"]), per(d["wall_per_success_s"], " s"),
@@ -278,7 +280,9 @@ def compare_table(s: dict) -> str:
         [f"{r['successes']} / {r['generations']}", per(r["tokens_per_success"]), per(r["wall_per_success_s"], " s"),
          f"{r['tokens']:,}", f"{r['wall_s']:,.0f} s"],
     ]
-    lines = [f"Model `{s['model']}`, {s['cases']} cases.", "",
+    planned = s.get("cases_planned", s["cases"])
+    scope = f"{s['cases']} cases" if planned == s["cases"] else f"{s['cases']} of {planned} cases (the run was stopped)"
+    lines = [f"Model `{s['model']}`, {scope}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(lines + ["| " + " | ".join(x) + " |" for x in rows])
 
@@ -454,8 +458,12 @@ def model_only_run(cases: str, names: list[str], extra: list[str], timeout: floa
     return 0
 
 
-def merge_model_only(compare_json: str, model_only_json: str) -> str:
+def merge_model_only(compare_json: str, model_only_json: str, model: str | None = None) -> str:
     """Add the rows of ``model_only_run`` as the ``debug_llm`` arm of a written comparison; rewrite its md/png/json.
+
+    ``model`` names the model of a rows file that does not record it (``evals.bench --patcher llm``
+    output); a file that records one must match the comparison's. Without a rows file
+    (``model_only_json`` None) the comparison is only rendered again.
 
     Returns:
         The markdown table.
@@ -465,19 +473,23 @@ def merge_model_only(compare_json: str, model_only_json: str) -> str:
     """
     with open(compare_json) as f:
         data = json.load(f)
-    with open(model_only_json) as f:
-        mo = json.load(f)
+    mo = {"rows": data.get("debug_llm_rows") or [], "model": data["compare"]["model"]}
+    if model_only_json:
+        with open(model_only_json) as f:
+            mo = json.load(f)
     s = data["compare"]
     cases = {r["case"] for r in data["rows"]}
     extra = [r["case"] for r in mo["rows"] if r["case"] not in cases]
     if extra:
         raise ValueError(f"{model_only_json}: cases not in {compare_json}: {', '.join(extra)}")
-    if mo.get("model") != s["model"]:
+    if (mo.get("model") or model) != s["model"]:
         raise ValueError(f"{model_only_json}: model {mo.get('model')!r}, the comparison used {s['model']!r}")
     new = compare_summary(data["rows"], data["regenerate_rows"], s["k"], s["model"], mo["rows"] or None)
     new.update({k: v for k, v in s.items() if k not in new})
-    if mo["rows"]:
-        new["debug_llm"]["extra"] = mo.get("extra")
+    if mo["rows"] and model_only_json:
+        new["debug_llm"].update(extra=mo.get("extra"), command=mo.get("command"), source=model_only_json)
+    elif mo["rows"]:  # rendered again: keep where the rows came from
+        new["debug_llm"].update({k: v for k, v in (s.get("debug_llm") or {}).items() if k not in new["debug_llm"]})
     data.update(compare=new, debug_llm_rows=mo["rows"])
     table = compare_table(new)
     stem = os.path.splitext(compare_json)[0]
@@ -507,12 +519,14 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--jobs", type=int, default=1)
     m.add_argument("--timeout", type=float, default=900)
     m.add_argument("--extra", default="", help="arguments passed to graph.run")
-    g = sub.add_parser("merge", help="add a model-only run to a --mode compare result as its own row")
+    g = sub.add_parser("merge", help="add a model-only run to a --mode compare result as its own row, or (without "
+                                     "it) render the result's md/png again")
     g.add_argument("compare_json")
-    g.add_argument("model_only_json")
+    g.add_argument("model_only_json", nargs="?")
+    g.add_argument("--model", help="the model of a rows file that does not name it")
     a = ap.parse_args(argv)
     if a.cmd == "merge":
-        print(merge_model_only(a.compare_json, a.model_only_json))
+        print(merge_model_only(a.compare_json, a.model_only_json, a.model))
         return 0
     names = sorted(d for d in os.listdir(a.cases) if os.path.isdir(os.path.join(a.cases, d)))
     return model_only_run(a.cases, names, a.extra.split(), a.timeout, a.out, a.jobs, Console())

@@ -108,9 +108,21 @@ def test_the_model_only_arm_is_merged_as_its_own_row(tmp_path):
     assert dl["tokens_per_success"] is None and dl["extra"] == ["--token-budget", "6000"]
     assert data["compare"]["debug"]["pass_at_1"] == 1.0 and data["compare"]["jobs"] == 2
     row = [ln for ln in table.splitlines() if ln.startswith("| Debug, model only")]
-    assert row == ["| Debug, model only (--patcher llm) | 0.000 | - | - | 0 / 1 | n/a (no success) | "
+    assert row == ["| Debug, model only (--patcher llm), 1 of 2 cases | 0.000 | - | - | 0 / 1 | n/a (no success) | "
                    "n/a (no success) | 4,483 | 200 s |"]
     assert (tmp_path / "cmp.md").read_text().strip() == table and (tmp_path / "cmp.png").exists()
+    # Rendered again without the rows file: same table, and it still says where the rows came from.
+    assert merge_model_only(str(cmp), None) == table
+    assert json.loads(cmp.read_text())["compare"]["debug_llm"]["source"] == str(mo)
+
+
+def test_a_stopped_run_says_how_many_cases_it_finished():
+    debug = [{"case": "a", "status": "repaired", "exit": 0, "tokens": 0, "wall_s": 30.0}]
+    regen = [{"case": "a", "k": 3, "successes": 0, "tokens": 3000, "wall_s": 60.0}]
+    s = compare_summary(debug, regen, 3, "m")
+    assert compare_table(s).splitlines()[0] == "Model `m`, 1 cases."
+    s["cases_planned"] = 14
+    assert compare_table(s).splitlines()[0] == "Model `m`, 1 of 14 cases (the run was stopped)."
 
 
 def test_merge_refuses_another_model_or_an_unknown_case(tmp_path):
