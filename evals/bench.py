@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=["debug", "regenerate", "compare"], default="debug",
                     help="regenerate: also k fresh generations per case from the same model, compared with debug; "
                          "compare: Debug with --patcher auto (offline engine, then the model) against Regenerate "
-                         "Pass@1..k, tokens and wall per success (evals.regenerate.compare_mode)")
+                         "Pass@1..k, tokens and wall per success (evals.regenerate.compare_run)")
     ap.add_argument("--k", type=int, default=3, help="generations per case in --mode regenerate")
     ap.add_argument("--jobs", type=int, default=1, help="--mode compare: cases run at a time (threads)")
     ap.add_argument("--debug-model-only", action="store_true",
