@@ -134,16 +134,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=["debug", "regenerate", "compare"], default="debug",
                     help="regenerate: also k fresh generations per case from the same model, compared with debug; "
                          "compare: Debug with --patcher auto (offline engine, then the model) against Regenerate "
-                         "Pass@1..k, tokens and wall per success (evals.regenerate.compare_mode)")
+                         "Pass@1..k, tokens and wall per success (evals.regenerate.compare_run)")
     ap.add_argument("--k", type=int, default=3, help="generations per case in --mode regenerate")
+    ap.add_argument("--jobs", type=int, default=1, help="--mode compare: cases run at a time (threads)")
+    ap.add_argument("--debug-model-only", action="store_true",
+                    help="--mode compare: also a Debug arm with --patcher llm (the model alone, no offline engine)")
+    ap.add_argument("--model-only-extra", default="", help="--mode compare: more graph.run arguments for that arm")
     ap.add_argument("--patcher", choices=["auto", "patterns", "llm"], default=None, help="passed to graph.run")
     ap.add_argument("--profile", action="store_true",
                     help="print the seconds of each phase per case and their median; write evals/results/profile.md "
                          "and profile.json (or beside --out)")
     a = ap.parse_args(argv)
     extra = a.extra.split() + (["--patcher", a.patcher] if a.patcher else [])
-    if a.mode == "compare":  # the Debug arm: offline engine first, then the same model
-        extra = a.extra.split() + ["--patcher", "auto"]
     if not a.suite_only and (a.mode in ("regenerate", "compare") or a.patcher in ("llm", "auto")):
         from tools.llm.client import LLMConfigError, config_from_env
 
@@ -164,6 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     a.out = a.out or os.path.join(HERE, "results", "latest.json")
     work = tempfile.mkdtemp(prefix="nearmiss-bench-")
+    if a.mode == "compare":  # per case: Debug, Regenerate k, optionally Debug model-only (evals.regenerate)
+        from evals.regenerate import compare_run
+
+        try:
+            return compare_run(a.cases, names, work, a.k, a.extra.split(), a.timeout, a.out, Console(), a.jobs,
+                               a.debug_model_only, a.model_only_extra.split())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     console = Console()
     rows = []
     for name in names:
@@ -201,10 +211,6 @@ def main(argv: list[str] | None = None) -> int:
         from evals.regenerate import compare
 
         rc = compare(a.cases, names, rows, work, a.k, a.extra.split(), a.timeout, a.out, a.patcher, console)
-    elif a.mode == "compare":
-        from evals.regenerate import compare_mode
-
-        rc = compare_mode(a.cases, names, rows, work, a.k, a.extra.split(), a.timeout, a.out, console)
     shutil.rmtree(work, ignore_errors=True)
     return rc
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from fake_openai import FakeOpenAI
 
-from evals.regenerate import compare_plot, compare_summary, compare_table, pass_at
+from evals.regenerate import compare_plot, compare_summary, compare_table, merge_model_only, pass_at
 
 
 @pytest.mark.parametrize("n,c,k", [(3, 0, 1), (3, 1, 1), (3, 1, 2), (3, 2, 2), (3, 3, 3), (5, 2, 3), (10, 1, 5)])
@@ -81,3 +81,58 @@ def test_compare_mode_end_to_end_against_the_scripted_server(tmp_path):
     assert [g["status"] for g in data["regenerate_rows"][0]["generations"]] == ["no_file", "already_correct"]
     assert [r["temperature"] for r in server.requests] == [0.8, 0.8] and [r["seed"] for r in server.requests] == [0, 1]
     assert (tmp_path / "cmp.md").exists() and (tmp_path / "cmp.png").exists()
+
+
+def _compare_json(tmp_path, debug, regen, model="m"):
+    s = compare_summary(debug, regen, 3, model)
+    s.update(jobs=2, elapsed_s=100.0, cases_planned=len(debug))
+    path = tmp_path / "cmp.json"
+    path.write_text(json.dumps({"compare": s, "rows": debug, "regenerate_rows": regen, "debug_llm_rows": []}))
+    return path
+
+
+def test_the_model_only_arm_is_merged_as_its_own_row(tmp_path):
+    debug = [{"case": "a", "status": "repaired", "exit": 0, "tokens": 0, "wall_s": 30.0},
+             {"case": "b", "status": "repaired", "exit": 0, "tokens": 0, "wall_s": 50.0}]
+    regen = [{"case": "a", "k": 3, "successes": 0, "tokens": 3000, "wall_s": 60.0},
+             {"case": "b", "k": 3, "successes": 0, "tokens": 2400, "wall_s": 45.0}]
+    cmp = _compare_json(tmp_path, debug, regen)
+    # The model alone ran on one case of the two and failed: its own runs are its denominator.
+    mo = tmp_path / "mo.json"
+    mo.write_text(json.dumps({"model": "m", "extra": ["--token-budget", "6000"], "rows": [
+        {"case": "b", "status": "not_repaired", "exit": 1, "tokens": 4483, "wall_s": 200.0}]}))
+    table = merge_model_only(str(cmp), str(mo))
+    data = json.loads(cmp.read_text())
+    dl = data["compare"]["debug_llm"]
+    assert dl["runs"] == 1 and dl["successes"] == 0 and dl["pass_at_1"] == 0.0 and dl["tokens"] == 4483
+    assert dl["tokens_per_success"] is None and dl["extra"] == ["--token-budget", "6000"]
+    assert data["compare"]["debug"]["pass_at_1"] == 1.0 and data["compare"]["jobs"] == 2
+    row = [ln for ln in table.splitlines() if ln.startswith("| Debug, model only")]
+    assert row == ["| Debug, model only (--patcher llm), 1 of 2 cases | 0.000 | - | - | 0 / 1 | n/a (no success) | "
+                   "n/a (no success) | 4,483 | 200 s |"]
+    assert (tmp_path / "cmp.md").read_text().strip() == table and (tmp_path / "cmp.png").exists()
+    # Rendered again without the rows file: same table, and it still says where the rows came from.
+    assert merge_model_only(str(cmp), None) == table
+    assert json.loads(cmp.read_text())["compare"]["debug_llm"]["source"] == str(mo)
+
+
+def test_a_stopped_run_says_how_many_cases_it_finished():
+    debug = [{"case": "a", "status": "repaired", "exit": 0, "tokens": 0, "wall_s": 30.0}]
+    regen = [{"case": "a", "k": 3, "successes": 0, "tokens": 3000, "wall_s": 60.0}]
+    s = compare_summary(debug, regen, 3, "m")
+    assert compare_table(s).splitlines()[0] == "Model `m`, 1 cases."
+    s["cases_planned"] = 14
+    assert compare_table(s).splitlines()[0] == "Model `m`, 1 of 14 cases (the run was stopped)."
+
+
+def test_merge_refuses_another_model_or_an_unknown_case(tmp_path):
+    debug = [{"case": "a", "status": "repaired", "exit": 0, "tokens": 0, "wall_s": 30.0}]
+    regen = [{"case": "a", "k": 3, "successes": 0, "tokens": 3000, "wall_s": 60.0}]
+    cmp = _compare_json(tmp_path, debug, regen)
+    mo = tmp_path / "mo.json"
+    mo.write_text(json.dumps({"model": "other", "rows": [dict(debug[0])]}))
+    with pytest.raises(ValueError, match="model"):
+        merge_model_only(str(cmp), str(mo))
+    mo.write_text(json.dumps({"model": "m", "rows": [dict(debug[0], case="z")]}))
+    with pytest.raises(ValueError, match="z"):
+        merge_model_only(str(cmp), str(mo))

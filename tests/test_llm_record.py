@@ -84,6 +84,40 @@ def test_a_replayed_run_gives_the_recorded_report(tmp_path):
     assert sorted(os.listdir(rec)) == files  # replay writes nothing
 
 
+#: Two exchanges recorded from the real local server (``scripts/llm_server.sh``: llama.cpp via cyllama 0.2.18,
+#: SmolLM2-135M-Instruct Q4_1) by ``graph.run TASK --patcher llm --targets none --token-budget 6000
+#: --llm-record DIR`` on ``fixtures/quickgelu`` with ``NEARMISS_LLM_MAX_TOKENS=200``, and the parts of that
+#: run's report.json that do not depend on the clock or on the prompt's wording (``recorded-report.json``).
+REAL = os.path.join(FIXTURES, "llm-replay-smollm2")
+
+
+@pytest.mark.slow
+def test_a_replay_of_a_real_server_recording_gives_the_recorded_report(tmp_path):
+    with open(os.path.join(REAL, "recorded-report.json")) as f:
+        want = json.load(f)
+    exchanges = [json.loads(open(os.path.join(REAL, n)).read()) for n in sorted(os.listdir(REAL))
+                 if n != "recorded-report.json"]
+    usage = [x["response"]["usage"] for x in exchanges]
+    # The recording holds the server's own usage, and the recorded report counted exactly that.
+    assert want["tokens"] == {"prompt": sum(u["prompt_tokens"] for u in usage),
+                              "completion": sum(u["completion_tokens"] for u in usage),
+                              "total": sum(u["total_tokens"] for u in usage)}
+    rec = tmp_path / "rec"
+    shutil.copytree(REAL, rec, ignore=shutil.ignore_patterns("recorded-report.json"))
+    p, r, out = _run(tmp_path, "replay", {"NEARMISS_LLM_MAX_TOKENS": "200"}, "--token-budget", "6000",
+                     "--llm-replay", str(rec))
+    assert p.returncode == 1, p.stderr[-2000:]  # not repaired: a verdict, as recorded
+    got = {"status": r["status"], "reason": r["reason"], "iterations": r["iterations"], "attempts": r["attempts"],
+           "tokens": r["tokens"],
+           "llm": {"model": r["llm"]["model"], "calls": [{k: v for k, v in c.items()
+                                                          if k not in ("seconds", "prompt_tokens_est")}
+                                                         for c in r["llm"]["calls"]]}}
+    # The reason quotes the next call's estimated prompt, which follows the prompt's wording.
+    assert got.pop("reason").split(":")[0] == want.pop("reason").split(":")[0] == "token budget"
+    assert got == want
+    assert r["llm"]["replay"] == str(rec) and not (out / "repaired.py").exists()
+
+
 def test_replay_of_a_missing_folder_is_a_usage_error(tmp_path):
     d = tmp_path / "task"
     shutil.copytree(os.path.join(FIXTURES, "quickgelu"), d, ignore=shutil.ignore_patterns("fixed.py"))
@@ -143,3 +177,31 @@ def test_request_key_ignores_transport_fields_and_config_rejects_both_modes(tmp_
     assert request_key(body) != request_key({**body, "temperature": 0.5})
     with pytest.raises(LLMConfigError, match="exclude each other"):
         config_from_env("m", "http://x/v1", record=str(tmp_path / "a"), replay=str(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("field,sent", [(None, {"max_completion_tokens": 77, "max_tokens": 77}),
+                                        ("max_completion_tokens", {"max_completion_tokens": 77})])
+def test_the_completion_cap_is_sent_under_the_names_servers_read(monkeypatch, field, sent):
+    # Ollama and llama-cpp-python read only max_tokens; ChatOpenAI sends only max_completion_tokens.
+    from tools.llm import call, make_chat_model
+
+    server = FakeOpenAI().start()
+    server.script = [{"content": "ok", "usage": {"prompt_tokens": 9, "completion_tokens": 1}}]
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    for k in ("NEARMISS_LLM_RECORD", "NEARMISS_LLM_REPLAY", "NEARMISS_LLM_MAX_TOKENS_FIELD"):
+        monkeypatch.delenv(k, raising=False)
+    if field:
+        monkeypatch.setenv("NEARMISS_LLM_MAX_TOKENS_FIELD", field)
+    try:
+        cfg = config_from_env("m", server.url, max_tokens=77, max_retries=0)
+        assert call(make_chat_model(cfg), [("user", "hi")]).total_tokens == 10
+    finally:
+        server.stop()
+    req = server.requests[0]
+    assert {k: req[k] for k in ("max_tokens", "max_completion_tokens") if k in req} == sent
+
+
+def test_an_unknown_cap_field_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("NEARMISS_LLM_MAX_TOKENS_FIELD", "n_predict")
+    with pytest.raises(LLMConfigError, match="NEARMISS_LLM_MAX_TOKENS_FIELD"):
+        config_from_env("m", "http://127.0.0.1:1/v1")

@@ -10,7 +10,15 @@ The endpoint comes from the environment (documented in ``.env.example``):
 
 ``NEARMISS_LLM_RECORD=DIR`` (``--llm-record``) writes every request and response into DIR;
 ``NEARMISS_LLM_REPLAY=DIR`` (``--llm-replay``) answers from such a folder with no server
-(``tools.llm.record``); replay needs no model or base URL (they come from the recording).
+(``tools.llm_record``); replay needs no model or base URL (they come from the recording).
+
+The completion cap (``NEARMISS_LLM_MAX_TOKENS``) is sent as ``max_completion_tokens`` (what
+ChatOpenAI sends, OpenAI's current name) and, by default, also as ``max_tokens``: Ollama's
+OpenAI-compatible endpoint reads only ``max_tokens`` (ollama/ollama issue 7125), as do the
+``llama-cpp-python`` server (abetlen/llama-cpp-python issue 1907) and llama.cpp's server
+before February 2026 (ggml-org/llama.cpp PR 19831); with only the new name they drop the cap
+silently. ``NEARMISS_LLM_MAX_TOKENS_FIELD=max_completion_tokens`` sends the new name alone,
+for hosted APIs that refuse ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class LLMConfig:
         max_tokens: cap on completion tokens per call.
         record: folder to record every exchange into (``tools.llm.record``), or None.
         replay: folder of recorded exchanges to answer from instead of the server, or None.
+        max_tokens_field: ``both`` (send the cap as ``max_completion_tokens`` and ``max_tokens``)
+            or ``max_completion_tokens`` (the new name alone).
     """
 
     model: str
@@ -66,6 +76,11 @@ class LLMConfig:
     max_tokens: int = 2048
     record: str | None = None
     replay: str | None = None
+    max_tokens_field: str = "both"
+
+
+#: Values of ``NEARMISS_LLM_MAX_TOKENS_FIELD``.
+MAX_TOKENS_FIELDS = ("both", "max_completion_tokens")
 
 
 def config_from_env(model: str | None = None, base_url: str | None = None, timeout_s: float = 120.0,
@@ -75,7 +90,8 @@ def config_from_env(model: str | None = None, base_url: str | None = None, timeo
 
     Raises:
         LLMConfigError: no model or no base URL is given or set (and no replay folder), both a
-            record and a replay folder are given, or the replay folder holds no recording.
+            record and a replay folder are given, the replay folder holds no recording, or
+            ``NEARMISS_LLM_MAX_TOKENS_FIELD`` is not one of ``MAX_TOKENS_FIELDS``.
     """
     record = record or os.environ.get("NEARMISS_LLM_RECORD") or None
     replay = replay or os.environ.get("NEARMISS_LLM_REPLAY") or None
@@ -95,9 +111,12 @@ def config_from_env(model: str | None = None, base_url: str | None = None, timeo
     if missing:
         raise LLMConfigError(f"the LLM patcher needs {' and '.join(missing)} (an OpenAI-compatible endpoint, "
                              "e.g. http://localhost:8000/v1); see .env.example")
+    field_ = os.environ.get("NEARMISS_LLM_MAX_TOKENS_FIELD") or "both"
+    if field_ not in MAX_TOKENS_FIELDS:
+        raise LLMConfigError(f"NEARMISS_LLM_MAX_TOKENS_FIELD={field_!r}: expected one of {', '.join(MAX_TOKENS_FIELDS)}")
     return LLMConfig(model=model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
                      timeout_s=timeout_s, max_retries=max_retries, max_tokens=max_tokens, record=record,
-                     replay=replay)
+                     replay=replay, max_tokens_field=field_)
 
 
 def make_chat_model(cfg: LLMConfig, temperature: float = 0.0, seed: int | None = None):
@@ -117,6 +136,7 @@ def make_chat_model(cfg: LLMConfig, temperature: float = 0.0, seed: int | None =
     return ChatOpenAI(model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout_s,
                       max_retries=cfg.max_retries, max_tokens=cfg.max_tokens, temperature=temperature,
                       **({"seed": seed} if seed is not None else {}),
+                      **({"extra_body": {"max_tokens": cfg.max_tokens}} if cfg.max_tokens_field == "both" else {}),
                       **({"http_client": client} if client is not None else {}))
 
 
