@@ -183,7 +183,7 @@ def test_request_key_ignores_transport_fields_and_config_rejects_both_modes(tmp_
                                         ("max_completion_tokens", {"max_completion_tokens": 77})])
 def test_the_completion_cap_is_sent_under_the_names_servers_read(monkeypatch, field, sent):
     # Ollama and llama-cpp-python read only max_tokens; ChatOpenAI sends only max_completion_tokens.
-    from tools.llm import call, make_chat_model
+    from tools.llm.client import call, make_chat_model
 
     server = FakeOpenAI().start()
     server.script = [{"content": "ok", "usage": {"prompt_tokens": 9, "completion_tokens": 1}}]
