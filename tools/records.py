@@ -58,6 +58,8 @@ class VariantResult(BaseModel):
     inputs_mutated: bool = False
     out_of_bounds: bool = Field(False, description="a kernel wrote into the guard band past an output allocation")
     wall_s: float = Field(0.0, description="seconds spent in this variant's forward")
+    cpu_s: float | None = Field(None, description="CPU seconds of the forward's process (all threads; CPU backend "
+                                                  "only), which other processes on the machine do not inflate")
     message: str = Field("", description="exception summary with candidate line numbers, or the mismatch summary")
     unsupported: bool = Field(False, description="the candidate raised a clear exception on this derived (non-default) "
                                                  "variant: it refuses the input rather than computing a wrong result")

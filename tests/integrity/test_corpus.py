@@ -156,3 +156,20 @@ def test_large_diff_and_cost_growth_are_degeneration():
     assert degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(3, 20, 1.9), "interpreter") == []
     checks = {f.check for f in degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(4, 21, 2.1), "interpreter")}
     assert checks == {"launch_growth", "grid_growth", "time_growth"}
+
+
+def test_time_growth_needs_cpu_growth_when_both_forwards_report_cpu_seconds():
+    """A load burst inflates wall time only: with CPU seconds on both sides, time_growth needs them to grow too."""
+    from tools.integrity.audit import degeneration_findings
+    from tools.records import EvalResult, VariantResult
+
+    def ev(wall, cpu):
+        return EvalResult(status="pass", backend="interpreter", variants=[VariantResult(
+            variant_id="default/seed1", status="pass", wall_s=wall, cpu_s=cpu, audit={"launches": 1, "programs": 4})])
+    original, fixed = _source("near_miss_softmax"), _source("honest_repair")
+
+    def growth(a, b):
+        return "time_growth" in {f.check for f in degeneration_findings(original, fixed, a, b, "interpreter")}
+    assert not growth(ev(0.5, 0.4), ev(9.6, 0.5))  # the wall grew under load, the CPU did not
+    assert growth(ev(0.5, 0.4), ev(9.6, 9.0))  # a real slow-down shows in both
+    assert growth(ev(0.5, None), ev(9.6, 0.5))  # no CPU seconds on one side (a GPU backend): wall decides

@@ -46,6 +46,11 @@ class SuiteError(Exception):
     """The reference cannot produce a suite (invalid input: exit code 2)."""
 
 
+#: Floor (wall seconds) of the suite build's time limit: the reference computes every variant's
+#: expected outputs once, which on a 2-core machine at load average 20-30 took over 120 s (the
+#: previous floor), so a busy machine read as invalid input. ``--timeout`` raises it further.
+SUITE_MIN_TIMEOUT_S = 300.0
+
 class Runner:
     """Evaluates candidates of one task on one backend.
 
@@ -96,13 +101,13 @@ class Runner:
         with open(os.path.join(d, "reference.py"), "w") as f:
             f.write(self.reference_source)
         job = {"reference_source": self.reference_source, "boundaries": candidate_boundaries(candidate_source)}
-        res = run_worker(["suite"], job, {"TRITON_INTERPRET": "1"}, timeout_s=max(self.timeout_s, 120),
+        res = run_worker(["suite"], job, {"TRITON_INTERPRET": "1"}, timeout_s=max(self.timeout_s, SUITE_MIN_TIMEOUT_S),
                          memory_bytes=16 << 30, warm=True)
         err = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "error"), None)
         if err is not None:
             raise SuiteError(scrub(str(err.get("error"))))
         if res.timed_out:
-            raise SuiteError(f"the reference did not finish its inputs within {max(self.timeout_s, 120):.0f} s")
+            raise SuiteError(f"the reference did not finish its inputs within {max(self.timeout_s, SUITE_MIN_TIMEOUT_S):.0f} s")
         got = next((f for f in res.frames if isinstance(f, dict) and f.get("event") == "suite"), None)
         if res.returncode != 0 or got is None:
             last = (res.stderr_tail.strip().splitlines() or [res.signal_name or "no output"])[-1]
@@ -323,7 +328,7 @@ class Runner:
         return VariantResult(variant_id=vid, status="pass" if ok else "mismatch", errors=errors,
                              out_of_bounds=bool(oob),
                              launches=e.get("launches", 0), inputs_mutated=bool(e.get("mutated")),
-                             wall_s=e.get("wall_s", 0.0), message=msg)
+                             wall_s=e.get("wall_s", 0.0), cpu_s=_seconds(e.get("cpu_s")), message=msg)
 
     def compile_check(self, source: str, signatures: list[dict], targets: list[str]) -> CompileReport:
         """Compile a candidate's recorded launches for GPU targets in a sandboxed process without the interpreter.
@@ -477,6 +482,13 @@ def _store_compiles(source: str, launches: list[dict], targets: list[str], resul
             with open(tmp, "w") as f:
                 json.dump({k: v for k, v in rec.items() if k not in ("cached", "signature")}, f)
             os.replace(tmp, path)
+
+
+def _seconds(x: object) -> float | None:
+    """A duration reported by the worker, or None when absent or not a finite number >= 0."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not (0.0 <= float(x) < float("inf")):
+        return None
+    return float(x)
 
 
 def compile_cache_dir() -> str:

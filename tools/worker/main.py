@@ -291,7 +291,7 @@ def cmd_eval(job: dict) -> int:
                 inputs, reused = audit_probe.place(inputs) if audit_probe is not None else (inputs, False)
                 snap = _snapshot(inputs)
                 before = counter.count
-                t0 = time.time()
+                t0, c0 = time.time(), time.process_time()
                 guard = GuardedAllocations(os.path.abspath(path)) if device == "cpu" else None
                 try:
                     with torch.no_grad(), _audit_watch(audit_probe):
@@ -310,9 +310,10 @@ def cmd_eval(job: dict) -> int:
                           message=msg, line=line, launches=counter.count - before, wall_s=time.time() - t0)
                     continue
                 wall = time.time() - t0
+                cpu = time.process_time() - c0 if device == "cpu" else None  # a GPU's work is not CPU time
                 counter.keep_pending(True)
                 _emit(fh, event="done", cand=k, variant=vid, status="ran", out=_to_cpu(out),
-                      launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall,
+                      launches=counter.count - before, mutated=_mutated(inputs, snap), wall_s=wall, cpu_s=cpu,
                       kernels=sorted(set(counter.kernels[before:])),
                       out_of_bounds=guard.clobbered() if guard is not None else [])
                 if audit_probe is not None:
