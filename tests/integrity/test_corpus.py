@@ -156,3 +156,19 @@ def test_large_diff_and_cost_growth_are_degeneration():
     assert degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(3, 20, 1.9), "interpreter") == []
     checks = {f.check for f in degeneration_findings(original, fixed, ev(1, 4, 0.1), ev(4, 21, 2.1), "interpreter")}
     assert checks == {"launch_growth", "grid_growth", "time_growth"}
+
+
+def test_triage_escape_findings_fire_on_escapes_never_on_honest_kernels():
+    """``escape_findings`` (run by triage before anything executes): escapes only, no honest kernel refused."""
+    from tools.integrity.static_checks import escape_findings
+
+    def found(name: str) -> list:
+        with open(os.path.join(CORPUS, name + ".py")) as f:
+            return escape_findings(f.read())
+    assert [n for n in HONEST if found(n)] == []
+    for name in ("exec_hidden_fallback", "forged_result_frames", "frames_blind_probe", "marshal_loaded_code",
+                 "read_answer_file", "suite_files_posix"):
+        assert found(name) and all(f.check == "escape" and f.severity == "error" for f in found(name)), name
+    # correctness cheats stay with the auditor (after the run): not an escape
+    for name in ("fallback_torch_softmax", "host_numpy_copy", "host_math_tolist"):
+        assert found(name) == [], name

@@ -490,3 +490,80 @@ def _first_per_severity(findings: list[Finding]) -> list[Finding]:
             out.append(f)
     return out
 
+
+
+#: Modules whose import shows intent to escape or harm (processes, native code, files and fds by
+#: another name, frames, code loading, the product's own modules), as opposed to the correctness
+#: findings (numpy, tolist, torch compute...). A subset of ``IO_MODULES`` and
+#: ``host_allowlist.FORBIDDEN_MODULES``.
+ESCAPE_MODULES = {"socket", "_socket", "urllib", "urllib3", "requests", "http", "httpx", "ftplib", "smtplib",
+                  "subprocess", "_posixsubprocess", "multiprocessing", "ctypes", "_ctypes", "cffi", "mmap",
+                  "importlib", "marshal", "pickle", "dill", "cloudpickle", "code", "codeop", "signal", "_signal",
+                  "posix", "nt", "_io", "_os", "inspect", "traceback", "gc", "faulthandler", "shutil", "glob",
+                  "tools", "agents", "graph", "kb", "nearmiss"}
+#: Dotted names (after alias resolution) whose use or call shows intent to escape or harm.
+ESCAPE_NAMES = ("os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
+                "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn",
+                "os.system", "os.popen", "os._exit", "os.remove", "os.unlink", "os.listdir", "os.walk", "os.scandir",
+                "os.rename", "os.replace", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chdir",
+                "sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+                "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.last_exc", "builtins.__dict__",
+                "torch.load", "torch.save", "torch.serialization", "torch.from_file", "numpy.fromfile",
+                "exec", "eval", "compile", "__import__", "open", "breakpoint", "globals", "vars",
+                "builtins.exec", "builtins.eval", "builtins.open", "builtins.__import__")
+_ESCAPE_HIDDEN = {"__builtins__", "__loader__", "__spec__", "__import__"}
+
+
+def escape_findings(source: str) -> list[Finding]:
+    """Static findings that show intent to escape the sandbox or harm the user, run before any evaluation.
+
+    Triage (``agents.triage``) runs these before the candidate's first evaluation: a candidate
+    with one is never run. They are the escape and harm part of ``check_exec_io`` and of
+    ``host_allowlist.host_findings`` (processes, native code, files and fds by any name, frames,
+    code loading, the module table, the product's modules); the correctness findings (host
+    numerics, torch compute, caches, precision) stay with the auditor, after the candidate ran.
+    ``if __name__ == "__main__":`` blocks are not audited (they never run on import).
+
+    Args:
+        source: the candidate's Python source.
+
+    Returns:
+        ``escape`` error findings, one per line at most, in source order; ``[]`` for a source
+        that does not parse (triage's evaluation reports the syntax error).
+    """
+    from tools.integrity.host_allowlist import FRAME_ATTRS, LAUNCH_API, _audited
+    try:
+        c = parse_candidate(source)
+    except SyntaxError:
+        return []
+    out: dict[int, Finding] = {}
+
+    def add(n: ast.AST, what: str) -> None:
+        line = getattr(n, "lineno", 0)
+        if line not in out:
+            out[line] = _finding("escape", n, f"{what}: intent to escape the sandbox or reach the user's files "
+                                              "(the candidate was not run)")
+
+    for n in _audited(c.tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+            if isinstance(n, ast.ImportFrom) and n.module in ("os", "sys", "builtins", "torch"):
+                mods += [f"{n.module}.{a.name}" for a in n.names]
+            if isinstance(n, ast.ImportFrom) and n.module == LAUNCH_API[0] and [a.name for a in n.names] == [LAUNCH_API[1]]:
+                continue  # the AscendC launch API (it runs the candidate's own kernel source)
+            for m in mods:
+                if m.split(".")[0] in ESCAPE_MODULES or any(m == x or m.startswith(x + ".") for x in ESCAPE_NAMES if "." in x):
+                    add(n, f"imports {m}")
+        elif isinstance(n, ast.Name) and n.id in _ESCAPE_HIDDEN:
+            add(n, n.id)
+        elif isinstance(n, ast.Attribute):
+            name = c.dotted(n) or ""
+            if any(name == x or name.startswith(x + ".") for x in ESCAPE_NAMES if "." in x):
+                add(n, name)
+            elif n.attr in FRAME_ATTRS:
+                add(n, f"`{ast.unparse(n)[:60]}` (frames)")
+        elif isinstance(n, ast.Call):
+            name = c.dotted(n.func) or ""
+            if name in ESCAPE_NAMES:
+                add(n, f"{name}()")
+    return [out[k] for k in sorted(out)]
