@@ -37,7 +37,7 @@ def triage(state: State) -> dict:
     ``backend``, ``suite``, ``targets``, ``protected``, ``compile``, ``triage``, ``diagnosis``, ``best_source``,
     ``best_eval``; on invalid input only ``error`` and ``verdict`` (with the counters); on a static finding
     that shows intent to escape (``tools.integrity.static_checks.escape_findings``) only ``triage`` (status
-    ``escape``) and ``audit`` (the findings), before anything runs. On disk:
+    "escape") and ``audit`` (the findings), before anything runs. On disk:
     ``reference.py`` and ``original.py`` in the run folder.
     """
     started = time.time()
