@@ -97,7 +97,7 @@ def test_corpus_covers_every_check_family():
             "precision_downgrade", "exec_io", "output_not_from_kernel", "inputs_mutated", "output_aliases_input",
             "out_of_bounds", "no_launch", "nondeterministic", "output_type", "kernel_rewritten",
             "kernel_removed", "grid_growth", "host_code", "kernel_causality", "launch_callable",
-            "host_prologue", "host_scalars"} <= expected
+            "host_prologue", "host_scalars", "program_order"} <= expected
     assert len(HONEST) >= 4
 
 
