@@ -43,6 +43,8 @@ def convergence_judge(state: State) -> dict:
         return _finish(state, {}, "invalid_input", state["error"])
     triage = state.get("triage", {})
     audit: Mapping[str, Any] = state.get("audit") or {}
+    if triage.get("status") == "escape":  # agents.triage: never run, never repaired
+        return _finish(state, {}, "rejected", f"intent to escape, the candidate was not run: {triage.get('summary', '')}")
     if triage.get("status") == "pass" and not state.get("iterations"):
         if audit.get("passed"):
             return _finish(state, {}, "already_correct", "the candidate passes the whole suite and the audit")

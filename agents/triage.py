@@ -13,8 +13,9 @@ from tools.diagnosis.diagnostics import diagnosis_of
 from tools.evaluate.backends import BackendUnavailable, select_backend
 from tools.evaluate.runner import SuiteError
 from tools.integrity.audit import protected_fingerprint
+from tools.integrity.static_checks import escape_findings
 from tools.phases import phase
-from tools.records import Diagnosis
+from tools.records import Audit, Diagnosis
 from tools.replay import replay_command
 from tools.report.run_folder import write_file_atomic
 from tools.suite.task import TaskError, validate_sources
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from graph.state import State
     from tools.settings import Settings
 
-CLASSIFICATION = {"pass": "pass", "mismatch": "numerical mismatch", "timeout": "timeout",
+CLASSIFICATION = {"escape": "intent to escape", "pass": "pass", "mismatch": "numerical mismatch", "timeout": "timeout",
                   "compile_error": "compile error", "runtime_error": "runtime error"}
 
 
@@ -34,7 +35,9 @@ def triage(state: State) -> dict:
     Reads ``candidate_source``, ``reference_source``, ``name``, ``options``, ``run_dir`` (when the CLI
     prepared it). Writes ``started_at``, ``iterations``, ``evaluations``, ``tokens``, ``extra``, ``run_dir``,
     ``backend``, ``suite``, ``targets``, ``protected``, ``compile``, ``triage``, ``diagnosis``, ``best_source``,
-    ``best_eval``; on invalid input only ``error`` and ``verdict`` (with the counters). On disk:
+    ``best_eval``; on invalid input only ``error`` and ``verdict`` (with the counters); on a static finding
+    that shows intent to escape (``tools.integrity.static_checks.escape_findings``) only ``triage`` (status
+    "escape") and ``audit`` (the findings), before anything runs. On disk:
     ``reference.py`` and ``original.py`` in the run folder.
     """
     started = time.time()
@@ -45,6 +48,12 @@ def triage(state: State) -> dict:
     update["run_dir"] = run_dir
     try:
         validate_sources(state.get("reference_source", ""), state.get("candidate_source", ""))
+        escape = escape_findings(state.get("candidate_source", ""))
+        if escape:  # intent to escape or harm: the candidate is never run (nor the reference)
+            _keep_sources(run_dir, state)
+            return {**update, "triage": {"status": "escape", "classification": "intent to escape",
+                                         "summary": escape[0].message},
+                    "audit": Audit(passed=False, findings=escape)}
         update["backend"] = select_backend(s.backend).name
         tgts = targets(state)
         r = runner({**state, **update})

@@ -29,6 +29,8 @@ def route_triage(state: State) -> Literal["integrity_auditor", "instrumentation_
     if state.get("error"):
         return "convergence_judge"
     status = state["triage"]["status"]
+    if status == "escape":  # static intent to escape: never run, never repaired
+        return "convergence_judge"
     if status == "pass":
         return "integrity_auditor"
     if Settings.from_options(state.get("options")).check:

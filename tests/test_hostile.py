@@ -112,3 +112,73 @@ def test_no_process_survives_and_disk_use_is_bounded(verdicts):
     assert "sleep 300" not in ps and "nearmiss_hostile" not in ps
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(work) for f in fs)
     assert total < 64 << 20  # the 3 GiB disk_fill stayed in its scratch tmpfs
+
+
+_AXPY = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _axpy_kernel(x_ptr, z_ptr, y_ptr, n_elements, alpha, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + alpha * tl.load(z_ptr + offsets, mask=mask),
+             mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, alpha: float = 2.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x, z):
+        y = torch.empty_like(x)
+        _axpy_kernel[(triton.cdiv(x.numel(), 1024),)](x.contiguous(), z.contiguous(), y, x.numel(), self.alpha,
+                                                       BLOCK_SIZE=1024)
+        return y + EXTRA()
+'''
+
+#: plants modules up the scratch and in every sys.path folder through directory fds (finding 8's route)
+_PLANT = '''
+def EXTRA():
+    import os
+    import posix
+    import sys
+    folders = {os.getcwd(), *(p for p in sys.path if p)}
+    d = os.getcwd()
+    for _ in range(4):
+        folders.add(d)
+        d = os.path.dirname(d)
+    for d in folders:
+        for name in ("nearmiss_planted_mod.py", "pyseccomp.py"):
+            try:
+                fd = posix.open(d, os.O_RDONLY)
+                out = posix.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
+                posix.write(out, b"VALUE = 1000.0\\n")
+                posix.close(out)
+            except OSError:
+                pass
+    return 0.0
+'''
+
+#: right only if no planted module is importable
+_VICTIM = '''
+def EXTRA():
+    try:
+        import nearmiss_planted_mod
+        return nearmiss_planted_mod.VALUE
+    except ImportError:
+        return 0.0
+'''
+
+
+def test_a_module_planted_by_one_evaluation_is_not_imported_by_the_next(tmp_path):
+    """Finding 8: the warm worker's evaluations share the scratch tmpfs; nothing one writes is on a later one's path."""
+    r = Runner(str(tmp_path / "plant"), fixture_text("vadd", "reference.py"), INTERPRETER, timeout_s=60)
+    r.build_suite()
+    first = r.screen([_AXPY + _PLANT], ["default/seed1"])[0]
+    assert first.status == "pass", first.message
+    later = r.screen([_AXPY + _VICTIM], ["default/seed1"])[0]
+    assert later.status == "pass", later.message  # a planted import would add 1000 and mismatch

@@ -156,19 +156,85 @@ except OSError as e:
 
 
 def test_project_cloned_under_tmp_stays_visible_above_the_scratch(tmp_path, monkeypatch):
+    import os
     import tempfile
 
     import tools.sandbox.launch as sb
     clone = tempfile.mkdtemp(prefix="nearmiss-clone-", dir="/tmp")
     try:
-        with open(f"{clone}/marker.txt", "w") as f:
+        os.makedirs(f"{clone}/tools")
+        with open(f"{clone}/tools/marker.txt", "w") as f:
             f.write("clone-marker")
         monkeypatch.setattr(sb, "PROJECT_ROOT", clone)
-        res = _inside(f"print(open({clone + '/marker.txt'!r}).read())")
+        res = _inside(f"print(open({clone + '/tools/marker.txt'!r}).read())")
         assert "clone-marker" in res.stdout_tail, res.stderr_tail
     finally:
         import shutil
         shutil.rmtree(clone)
+
+
+def test_bind_list_holds_the_worker_packages_never_the_project_root():
+    """Findings 4/5: the project root (runs/ with earlier suites' expected.pt, the user's .env) is never bound."""
+    import os
+
+    import tools.sandbox.launch as sb
+    argv = sb.bwrap_argv()
+    binds = [argv[i + 2] for i, a in enumerate(argv) if a in ("--ro-bind", "--ro-bind-try", "--bind", "--dev-bind")]
+    root = os.path.realpath(sb.PROJECT_ROOT)
+    # no bind is the root or above it (a bind of / or of a parent would expose it too)
+    assert not [b for b in binds if root == os.path.realpath(b) or root.startswith(os.path.realpath(b) + os.sep)]
+    assert os.path.join(root, "tools") in binds
+
+
+def test_project_root_files_are_absent_inside_and_the_worker_still_imports(tmp_path):
+    """A file planted at the project root and a run folder's expected.pt are not there inside; ``tools`` imports."""
+    import os
+    import uuid
+
+    import tools.sandbox.launch as sb
+    root = sb.PROJECT_ROOT
+    tag = uuid.uuid4().hex[:8]
+    env_file = os.path.join(root, f".env-nearmiss-test-{tag}")
+    run_dir = os.path.join(root, "runs", f"nearmiss-test-{tag}", "work", "suite")
+    try:
+        with open(env_file, "w") as f:
+            f.write("OPENAI_API_KEY=sk-should-not-be-seen\n")
+        os.makedirs(run_dir)
+        with open(os.path.join(run_dir, "expected.pt"), "wb") as f:
+            f.write(b"expected")
+        code = f"""
+import os, sys
+for p in ({env_file!r}, {run_dir + '/expected.pt'!r}, {root + '/pyproject.toml'!r}, {root + '/README.md'!r}):
+    try:
+        open(p, "rb").read(); print("READ", p)
+    except OSError as e:
+        print("absent", type(e).__name__)
+print("root lists", sorted(os.listdir({root!r})))
+import tools.worker.main, tools.suite.task
+print("imports", tools.worker.main.__file__.startswith({root!r}))
+"""
+        res = _inside(code)
+        assert "READ" not in res.stdout_tail, res.stdout_tail
+        assert res.stdout_tail.count("absent") == 4, (res.stdout_tail, res.stderr_tail)
+        assert "imports True" in res.stdout_tail, res.stderr_tail
+        listed = res.stdout_tail.split("root lists", 1)[1].splitlines()[0]
+        assert "runs" not in listed and ".env" not in listed and "README.md" not in listed, listed
+    finally:
+        import shutil
+        os.remove(env_file)
+        shutil.rmtree(os.path.dirname(os.path.dirname(run_dir)))
+        if not os.listdir(os.path.join(root, "runs")):
+            os.rmdir(os.path.join(root, "runs"))
+
+
+def test_worker_starts_with_a_safe_sys_path():
+    """Finding 8: neither the scratch cwd nor a script folder is on the worker's sys.path (``python -P``)."""
+    import sys
+
+    from tools.sandbox.launch import run_sandboxed
+    res = run_sandboxed([sys.executable, "-c", "import sys, os; print('path', [p for p in sys.path if p in ('', os.getcwd(), '/tmp')])"],
+                        timeout_s=60)
+    assert "path []" in res.stdout_tail, (res.stdout_tail, res.stderr_tail)
 
 
 def test_seccomp_refuses_native_process_creation_and_inet_sockets():

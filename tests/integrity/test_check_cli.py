@@ -72,3 +72,25 @@ def test_missing_pyseccomp_refuses_in_one_line_unless_unsafe(tmp_path):
                        text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr[-2000:]  # the fixed candidate: a verdict, and the right one
     assert "without the OS sandbox" in p.stderr
+
+
+#: Intent to escape in forward (a native library): static, so triage refuses before anything runs.
+ESCAPE = "        import ctypes\n        ctypes.CDLL(None).getpid()\n"
+
+
+def test_intent_to_escape_is_refused_before_the_candidate_ever_runs(tmp_path):
+    task = _task(tmp_path, ESCAPE)
+    rc, report = _check(task, str(tmp_path / "run"))
+    assert rc == 1 and report["status"] == "rejected", report
+    assert report["triage"]["status"] == "escape"
+    assert [f["check"] for f in report["integrity"]["findings"]] == ["escape"]
+    assert "ctypes" in report["integrity"]["findings"][0]["message"]
+    assert report["evaluations"] == 0  # neither the candidate nor the reference ran
+    assert not os.path.exists(tmp_path / "run" / "work" / "suite")
+    # a repair run aborts the same way: no evaluation, no patch
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    p = subprocess.run([sys.executable, "-m", "graph.run", task, "--json", "--out", str(tmp_path / "repair")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    repair = json.loads(p.stdout)
+    assert p.returncode == 1 and repair["status"] == "rejected", p.stderr
+    assert repair["evaluations"] == 0 and repair["iterations"] == 0 and repair["triage"]["status"] == "escape"

@@ -97,7 +97,7 @@ def test_corpus_covers_every_check_family():
             "precision_downgrade", "exec_io", "output_not_from_kernel", "inputs_mutated", "output_aliases_input",
             "out_of_bounds", "no_launch", "nondeterministic", "output_type", "kernel_rewritten",
             "kernel_removed", "grid_growth", "host_code", "kernel_causality", "launch_callable",
-            "host_prologue", "host_scalars"} <= expected
+            "host_prologue", "host_scalars", "program_order"} <= expected
     assert len(HONEST) >= 4
 
 
@@ -173,3 +173,19 @@ def test_time_growth_needs_cpu_growth_when_both_forwards_report_cpu_seconds():
     assert not growth(ev(0.5, 0.4), ev(9.6, 0.5))  # the wall grew under load, the CPU did not
     assert growth(ev(0.5, 0.4), ev(9.6, 9.0))  # a real slow-down shows in both
     assert growth(ev(0.5, None), ev(9.6, 0.5))  # no CPU seconds on one side (a GPU backend): wall decides
+
+
+def test_triage_escape_findings_fire_on_escapes_never_on_honest_kernels():
+    """``escape_findings`` (run by triage before anything executes): escapes only, no honest kernel refused."""
+    from tools.integrity.static_checks import escape_findings
+
+    def found(name: str) -> list:
+        with open(os.path.join(CORPUS, name + ".py")) as f:
+            return escape_findings(f.read())
+    assert [n for n in HONEST if found(n)] == []
+    for name in ("exec_hidden_fallback", "forged_result_frames", "frames_blind_probe", "marshal_loaded_code",
+                 "read_answer_file", "suite_files_posix"):
+        assert found(name) and all(f.check == "escape" and f.severity == "error" for f in found(name)), name
+    # correctness cheats stay with the auditor (after the run): not an escape
+    for name in ("fallback_torch_softmax", "host_numpy_copy", "host_math_tolist"):
+        assert found(name) == [], name

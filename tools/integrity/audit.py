@@ -295,6 +295,50 @@ def same_layout_variants(variants: list[dict], most: int = 4) -> list[str]:
     return [first["id"]] + same[: most - 1]
 
 
+#: Variants (the first that passed) run again with the grid's programs in reverse order.
+PROGRAM_ORDER_VARIANTS = 2
+#: Appended to the candidate's source for the reversed-order run (trusted text, run in the sandbox
+#: like the candidate): the Triton interpreter runs the programs of a grid one after another in
+#: ``GridExecutor.__call__`` (x, then y, then z, ascending) and tells each its ids through
+#: ``interpreter_builder.set_grid_idx``; mapping every id to ``dim - 1 - id`` runs them in reverse.
+REVERSE_PROGRAM_ORDER = """
+
+def _nearmiss_reverse_program_order():
+    from triton.runtime.interpreter import interpreter_builder as b
+    set_idx = b.set_grid_idx
+    b.set_grid_idx = lambda x, y, z: set_idx(b.grid_dim[0] - 1 - x, b.grid_dim[1] - 1 - y, b.grid_dim[2] - 1 - z)
+
+
+_nearmiss_reverse_program_order()
+"""
+
+
+def program_order_findings(real: EvalResult, reversed_run: EvalResult) -> list[Finding]:
+    """An error when a variant that passed fails with the grid's programs run in reverse order.
+
+    A GPU runs a grid's programs in no fixed order (concurrently); the interpreter runs them
+    in ascending order, so a kernel whose programs read what lower-numbered programs stored
+    passes there and is wrong on hardware. Running them in reverse exposes it. (A kernel that
+    waits on an earlier program's flag, like a decoupled look-back scan, would hang here.)
+
+    Args:
+        real: the candidate's audit run.
+        reversed_run: the same source with ``REVERSE_PROGRAM_ORDER`` appended, on some of the
+            variants that passed.
+    """
+    passed = {v.variant_id for v in real.variants if v.status == "pass"}
+    for v in reversed_run.variants:
+        if v.variant_id in passed and v.status != "pass":
+            return [Finding(check="program_order", severity="error",
+                            message=f"{v.variant_id}: {v.status} with the grid's programs run in reverse order "
+                                    f"({v.message[:120]}): programs depend on what other programs stored, "
+                                    "which a GPU runs in no fixed order")]
+    if not reversed_run.variants and passed:
+        return [Finding(check="program_order", severity="error",
+                        message=f"the run with the grid's programs in reverse order gave no result ({reversed_run.status})")]
+    return []
+
+
 def causality_findings(real: EvalResult, poisoned: EvalResult, right_nonzero: dict[str, float] | None = None
                        ) -> list[Finding]:
     """An error when outputs stay right with every kernel store poisoned (``tools.integrity.causality``).
@@ -360,6 +404,10 @@ def audit_candidate(runner, source: str, reference_source: str | None, original_
     if poisoned is not None:  # its own process: nothing the real run left behind (a thread, a frame) reaches it
         poisoned_run = runner.screen([poisoned[0]], ids, audit=True)[0]
         findings += causality_findings(runs[0], poisoned_run, runner.last_right_nonzero[0])
+    if runner.backend.name == "interpreter" and any(v.status == "pass" for v in runs[0].variants):
+        order_ids = [v.variant_id for v in runs[0].variants if v.status == "pass"][:PROGRAM_ORDER_VARIANTS]
+        reversed_run = runner.screen([source + REVERSE_PROGRAM_ORDER], order_ids, audit=True)[0]
+        findings += program_order_findings(runs[0], reversed_run)
     findings += dynamic_findings(runs[0], runner.backend.name)
     if original_source is not None:
         findings += degeneration_findings(original_source, source, runs[1], runs[0], runner.backend.name)

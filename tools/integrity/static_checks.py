@@ -161,7 +161,18 @@ def check_torch_compute(c: CandidateAST) -> Finding | None:
             return _finding("torch_compute", n, "matrix product with @ in ModelNew (a torch fallback)")
     outputs = _kernel_outputs(c)
     warning = None
+    backward = _autograd_backward_nodes(c)
+    scalar = {id(x.args[0]) for x in c.walk() if isinstance(x, ast.Call) and isinstance(x.func, ast.Name)
+              and x.func.id == "int" and len(x.args) == 1 and isinstance(x.args[0], ast.Call)
+              and isinstance(x.args[0].func, ast.Attribute) and x.args[0].func.attr in LAUNCH_REDUCTIONS
+              and not x.args[0].args and not x.args[0].keywords}
     for n, f in _torch_compute_calls(c):
+        if id(n) in backward:
+            continue  # autograd backward: never runs in a forward check
+        if id(n) in scalar:
+            warning = warning or _finding("torch_compute", n, f"`int({ast.unparse(n)[:40]})`: a launch parameter "
+                                          "from a full reduction (the audit run's read count decides)", "warning")
+            continue
         operands = [n.func.value] if isinstance(n.func, ast.Attribute) and not (c.dotted(n.func) or "").startswith(
             "torch.") else []
         operands += list(n.args)
@@ -172,6 +183,35 @@ def check_torch_compute(c: CandidateAST) -> Finding | None:
         else:
             return f
     return warning
+
+
+#: Full reductions whose ``int(...)`` is a launch parameter (``int(lengths.max())``: varlen max_seqlen).
+LAUNCH_REDUCTIONS = {"max", "min", "amax", "amin"}
+#: Methods of a ``torch.autograd.Function`` that run only when gradients are computed.
+BACKWARD_METHODS = {"backward", "jvp", "vjp", "setup_context"}
+
+
+def _autograd_backward_nodes(c: CandidateAST) -> set[int]:
+    """Nodes of the backward methods of ``torch.autograd.Function`` subclasses no code calls by name.
+
+    A forward check never computes gradients, so torch in ``backward`` is not forward host
+    compute; a class whose ``backward`` is called explicitly (``Cls.backward(...)``) keeps it.
+    """
+    out: set[int] = set()
+    for cls in ast.walk(c.tree):
+        if not isinstance(cls, ast.ClassDef) or not any(
+                (c.dotted(b) or "") in ("torch.autograd.Function", "torch.autograd.function.Function")
+                for b in cls.bases):
+            continue
+        called = any(isinstance(x, ast.Attribute) and x.attr in BACKWARD_METHODS and isinstance(x.value, ast.Name)
+                     and x.value.id in (cls.name, "cls", "self") and isinstance(getattr(x, "ctx", None), ast.Load)
+                     for x in ast.walk(c.tree))
+        if called:
+            continue
+        for m in cls.body:
+            if isinstance(m, ast.FunctionDef) and m.name in BACKWARD_METHODS:
+                out |= {id(x) for x in ast.walk(m)}
+    return out
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -302,7 +342,8 @@ def check_cache(c: CandidateAST) -> Finding | None:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in n.decorator_list:
                 name = c.dotted(d.func if isinstance(d, ast.Call) else d) or ""
-                if name.split(".")[-1] in ("lru_cache", "cache", "cached_property", "memoize"):
+                if name.split(".")[-1] in ("lru_cache", "cache", "cached_property", "memoize") \
+                        and not _launch_arithmetic(c, n):
                     return _finding("cache", d, f"@{name} keeps results across calls")
         if isinstance(n, ast.Return) and isinstance(n.value, ast.Attribute) and _root_name(n.value) == "self":
             return _finding("cache", n, f"`return {ast.unparse(n.value)}`: an output kept on the module")
@@ -315,17 +356,45 @@ def check_cache(c: CandidateAST) -> Finding | None:
             for t in targets:
                 if isinstance(t, ast.Subscript) and _persistent(t.value, c):
                     return _finding("cache", n, f"`{ast.unparse(t)} = ...` stores results in a container")
+    # ``p.data_ptr() % 16``: an alignment test (vectorised loads, TMA) keys nothing
+    aligned = {id(b.left) for b in ast.walk(c.tree) if isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod)
+               and isinstance(b.right, ast.Constant) and isinstance(b.right.value, int)
+               and 0 < b.right.value <= ALIGNMENT_MAX and b.right.value & (b.right.value - 1) == 0}
     for n, name in c.calls():
         if isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "setdefault", "update", "append", "add",
                                                                   "pop", "__setitem__", "__getitem__") \
                 and _persistent(n.func.value, c) and id(n) not in c.init_nodes:
             return _finding("cache", n, f"{ast.unparse(n.func)}() keeps results across calls")
         last = (name or "").split(".")[-1] if name else (n.func.attr if isinstance(n.func, ast.Attribute) else "")
-        if last in ("data_ptr", "untyped_storage", "storage", "_cdata") and isinstance(n.func, ast.Attribute):
+        if last in ("data_ptr", "untyped_storage", "storage", "_cdata") and isinstance(n.func, ast.Attribute) \
+                and id(n) not in aligned:
             return _finding("cache", n, f".{last}() keys on a tensor's buffer address")
         if name in ("id", "hash"):
             return _finding("cache", n, f"{name}() keys on an object's identity")
     return None
+
+
+#: Largest power of two ``x.data_ptr() % N`` may test as an alignment, bytes (TMA needs 16,
+#: vectorised loads up to 128; a page-sized or larger modulus is no alignment test).
+ALIGNMENT_MAX = 256
+
+
+def _launch_arithmetic(c: CandidateAST, fn: ast.AST) -> bool:
+    """True when a function only computes launch parameters from ints (a memoised launch config).
+
+    The same rule as a grid callable (``host_allowlist._grid_body_findings``: allowed calls,
+    no stores into objects, no nonlocal state), and no container literal or ``torch`` name:
+    what it returns is ints, not kept results.
+    """
+    from tools.integrity.host_allowlist import _grid_body_findings, _GridResolver
+    for x in ast.walk(fn):
+        if isinstance(x, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+            return False
+        if isinstance(x, ast.Name) and (c.dotted(x) or x.id).split(".")[0] == "torch":
+            return False
+        if isinstance(x, ast.Attribute) and x.attr in ("numel", "size", "stride", "get", "shape", "data_ptr"):
+            return False  # tensor (or dict) arguments: keyed by identity
+    return not _grid_body_findings(c, fn, _GridResolver(c), set())
 
 
 def _persistent(node: ast.AST, c: CandidateAST) -> bool:
@@ -490,3 +559,80 @@ def _first_per_severity(findings: list[Finding]) -> list[Finding]:
             out.append(f)
     return out
 
+
+
+#: Modules whose import shows intent to escape or harm (processes, native code, files and fds by
+#: another name, frames, code loading, the product's own modules), as opposed to the correctness
+#: findings (numpy, tolist, torch compute...). A subset of ``IO_MODULES`` and
+#: ``host_allowlist.FORBIDDEN_MODULES``.
+ESCAPE_MODULES = {"socket", "_socket", "urllib", "urllib3", "requests", "http", "httpx", "ftplib", "smtplib",
+                  "subprocess", "_posixsubprocess", "multiprocessing", "ctypes", "_ctypes", "cffi", "mmap",
+                  "importlib", "marshal", "pickle", "dill", "cloudpickle", "code", "codeop", "signal", "_signal",
+                  "posix", "nt", "_io", "_os", "inspect", "traceback", "gc", "faulthandler", "shutil", "glob",
+                  "tools", "agents", "graph", "kb", "nearmiss"}
+#: Dotted names (after alias resolution) whose use or call shows intent to escape or harm.
+ESCAPE_NAMES = ("os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
+                "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn",
+                "os.system", "os.popen", "os._exit", "os.remove", "os.unlink", "os.listdir", "os.walk", "os.scandir",
+                "os.rename", "os.replace", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chdir",
+                "sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+                "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.last_exc", "builtins.__dict__",
+                "torch.load", "torch.save", "torch.serialization", "torch.from_file", "numpy.fromfile",
+                "exec", "eval", "compile", "__import__", "open", "breakpoint", "globals", "vars",
+                "builtins.exec", "builtins.eval", "builtins.open", "builtins.__import__")
+_ESCAPE_HIDDEN = {"__builtins__", "__loader__", "__spec__", "__import__"}
+
+
+def escape_findings(source: str) -> list[Finding]:
+    """Static findings that show intent to escape the sandbox or harm the user, run before any evaluation.
+
+    Triage (``agents.triage``) runs these before the candidate's first evaluation: a candidate
+    with one is never run. They are the escape and harm part of ``check_exec_io`` and of
+    ``host_allowlist.host_findings`` (processes, native code, files and fds by any name, frames,
+    code loading, the module table, the product's modules); the correctness findings (host
+    numerics, torch compute, caches, precision) stay with the auditor, after the candidate ran.
+    ``if __name__ == "__main__":`` blocks are not audited (they never run on import).
+
+    Args:
+        source: the candidate's Python source.
+
+    Returns:
+        ``escape`` error findings, one per line at most, in source order; ``[]`` for a source
+        that does not parse (triage's evaluation reports the syntax error).
+    """
+    from tools.integrity.host_allowlist import FRAME_ATTRS, LAUNCH_API, _audited
+    try:
+        c = parse_candidate(source)
+    except SyntaxError:
+        return []
+    out: dict[int, Finding] = {}
+
+    def add(n: ast.AST, what: str) -> None:
+        line = getattr(n, "lineno", 0)
+        if line not in out:
+            out[line] = _finding("escape", n, f"{what}: intent to escape the sandbox or reach the user's files "
+                                              "(the candidate was not run)")
+
+    for n in _audited(c.tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+            if isinstance(n, ast.ImportFrom) and n.module in ("os", "sys", "builtins", "torch"):
+                mods += [f"{n.module}.{a.name}" for a in n.names]
+            if isinstance(n, ast.ImportFrom) and n.module == LAUNCH_API[0] and [a.name for a in n.names] == [LAUNCH_API[1]]:
+                continue  # the AscendC launch API (it runs the candidate's own kernel source)
+            for m in mods:
+                if m.split(".")[0] in ESCAPE_MODULES or any(m == x or m.startswith(x + ".") for x in ESCAPE_NAMES if "." in x):
+                    add(n, f"imports {m}")
+        elif isinstance(n, ast.Name) and n.id in _ESCAPE_HIDDEN:
+            add(n, n.id)
+        elif isinstance(n, ast.Attribute):
+            name = c.dotted(n) or ""
+            if any(name == x or name.startswith(x + ".") for x in ESCAPE_NAMES if "." in x):
+                add(n, name)
+            elif n.attr in FRAME_ATTRS:
+                add(n, f"`{ast.unparse(n)[:60]}` (frames)")
+        elif isinstance(n, ast.Call):
+            name = c.dotted(n.func) or ""
+            if name in ESCAPE_NAMES:
+                add(n, f"{name}()")
+    return [out[k] for k in sorted(out)]

@@ -6,7 +6,8 @@ Every evaluation runs ``python -m tools.worker.main COMMAND`` inside bubblewrap 
   sees no other process, cannot reach the network, and dies with the whole namespace when
   the parent kills it (``--die-with-parent``, PID 1 of the namespace is bwrap);
 - a filesystem holding only the system folders (read-only), the Python installation and
-  its virtual environment (read-only), the project's code (read-only) and a size-limited
+  its virtual environment (read-only), the worker's packages (``WORKER_PACKAGES``, read-only;
+  never the project root with its ``runs/`` and ``.env``) and a size-limited
   writable tmpfs scratch at ``/tmp``; no user files, no run folder, no suite files;
 - an environment allowlist (no API keys); resource limits (address space, CPU time, file size);
 - inside, ``tools.worker.confine.install_seccomp`` denies sockets other than ``AF_UNIX``, ptrace,
@@ -45,6 +46,10 @@ from typing import Callable
 from tools.phases import phase
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: The project's packages the worker imports (``tools.worker`` imports only from ``tools``);
+#: bound read-only one by one, never the project root (its ``runs/``, ``.env``, caches).
+WORKER_PACKAGES = ("tools",)
 
 #: Environment variables copied into the child; everything else (API keys, tokens) is dropped.
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
@@ -167,12 +172,26 @@ def _ro_system() -> list[str]:
 
 
 def _code_paths() -> list[str]:
-    """Read-only trees the worker needs: the interpreter, the virtual environment, the project."""
-    paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, PROJECT_ROOT)}
+    """Read-only trees the worker needs: the interpreter, the virtual environment, the worker's packages.
+
+    The project root itself is never bound (it holds ``runs/`` with earlier suites' expected
+    outputs, the user's ``.env``, caches): only ``PROJECT_ROOT/<package>`` for each of
+    ``WORKER_PACKAGES``, at the same path, so the editable install's finder (which maps a
+    package name to its project folder) and ``PYTHONPATH=PROJECT_ROOT`` resolve inside.
+    A venv that *is* the project root or contains it is refused the same way: the
+    interpreter's prefix is bound only when it lies outside the project root or below it.
+    """
+    root = os.path.realpath(PROJECT_ROOT)
+    paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
     exe = os.path.realpath(sys.executable)
     if not any(exe.startswith(p + os.sep) for p in paths):
         paths.add(os.path.dirname(exe))
-    # keep the outermost of nested paths (an in-project .venv lies inside the project)
+    # a prefix at or above the project root would expose the whole checkout: bind its bin/lib instead
+    for p in [p for p in paths if root == p or root.startswith(p + os.sep)]:
+        paths.discard(p)
+        paths.update(os.path.join(p, d) for d in ("bin", "lib", "lib64", "include") if os.path.isdir(os.path.join(p, d)))
+    paths.update(os.path.join(root, pkg) for pkg in WORKER_PACKAGES)
+    # keep the outermost of nested paths
     return sorted(p for p in paths if not any(p != q and p.startswith(q + os.sep) for q in paths))
 
 
@@ -201,7 +220,9 @@ def bwrap_argv(scratch_bytes: int = SCRATCH_BYTES, rw_binds: tuple[str, ...] = (
     for p in rw_binds:
         os.makedirs(p, exist_ok=True)
         a += ["--bind", p, p]
-    a += ["--chdir", SCRATCH]
+    # the root is bwrap's own tmpfs, where it made the mount points (the project root's folder
+    # among them, which is on PYTHONPATH): read-only, so no child leaves a module there for the next
+    a += ["--remount-ro", "/", "--chdir", SCRATCH]
     return a
 
 
@@ -216,7 +237,8 @@ def _limits(memory_bytes: int | None, cpu_s: int | None, file_bytes: int) -> Non
 
 def _base_env(home: str = SCRATCH) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-    env.update(HOME=home, TMPDIR=home, PYTHONPATH=PROJECT_ROOT, PYTHONDONTWRITEBYTECODE="1",
+    env.update(HOME=home, TMPDIR=home, PYTHONPATH=PROJECT_ROOT, PYTHONSAFEPATH="1",
+               PYTHONDONTWRITEBYTECODE="1",
                PYTHONHASHSEED="0", TRITON_CACHE_DIR=os.path.join(home, ".triton"))
     return env
 
@@ -493,7 +515,7 @@ def run_worker(args: list[str], job: dict, env_extra: dict[str, str], timeout_s:
                            file_bytes)
             if res is not None:
                 return res
-    return run_sandboxed([sys.executable, "-m", "tools.worker.main", *args], data, env_extra, timeout_s, memory_bytes,
+    return run_sandboxed([sys.executable, "-P", "-m", "tools.worker.main", *args], data, env_extra, timeout_s, memory_bytes,
                          cpu_s, file_bytes, rw_binds=rw_binds, gpu=gpu, progress=progress)
 
 
@@ -525,7 +547,7 @@ class WarmPool:
             self.home = tempfile.mkdtemp(prefix="nearmiss-warm-")
             env.update(HOME=self.home, TMPDIR=self.home, TRITON_CACHE_DIR=os.path.join(self.home, ".triton"),
                        NEARMISS_UNSAFE_NO_SANDBOX="1")
-        argv = [sys.executable, "-m", "tools.worker.zygote"]
+        argv = [sys.executable, "-P", "-m", "tools.worker.zygote"]  # -P: the scratch cwd is not on sys.path
         cmd = bwrap_argv(SCRATCH_BYTES, rw_binds) + ["--", *argv] if sandboxed else argv
         try:
             self.proc = subprocess.Popen(cmd, cwd=self.home or "/", env=env, stdin=subprocess.DEVNULL,

@@ -98,6 +98,11 @@ def _tensors(obj) -> list:
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
+#: Full reductions of an integer tensor to one element: a launch parameter read from an index
+#: tensor (``int(lengths.max())``), counted in ``torch_ops`` but not as host compute.
+LAUNCH_REDUCTIONS = {"max", "min", "amax", "amin"}
+
+
 class _OpWatch(TorchDispatchMode):
     """Record compute ops outside launches and propagate "derived from a launch argument"."""
 
@@ -139,6 +144,9 @@ class _OpWatch(TorchDispatchMode):
             p.tainted |= outs
         if name == "_local_scalar_dense" and ptrs & (p.from_inputs | p.host_computed):
             p.host_scalars += 1  # a value of the inputs moved into Python
+        if name in LAUNCH_REDUCTIONS and ins and all(not t.is_floating_point() and not t.is_complex() for t in ins) \
+                and all(t.numel() == 1 for t in _tensors(out)):
+            return out  # int(lengths.max()): one integer launch parameter (a varlen max_seqlen), not host compute
         if ptrs & p.host_computed or (name not in MOVEMENT_OPS and ptrs & p.from_inputs):
             p.host_computed |= outs  # computed on the host from the inputs (or moved from such a result)
             if name == "_local_scalar_dense" and len(p.host_prologue) < 20:

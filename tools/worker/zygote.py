@@ -29,6 +29,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 
 RESULT_FD = 3
 
@@ -146,7 +147,9 @@ def main() -> int:
                 continue
             mine, fds = fds[:4], fds[4:]
             n += 1
-            workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"w{n}")
+            # a fresh, unguessable folder per evaluation: nothing an earlier child left in the
+            # scratch (e.g. a pre-made ``w<n+1>``) becomes a later child's working folder
+            workdir = tempfile.mkdtemp(prefix=f"w{n}-", dir=os.environ.get("TMPDIR", "/tmp"))
             pid = os.fork()
             if pid == 0:
                 _child(req, mine, sock, workdir)

@@ -1,0 +1,45 @@
+"""Honest row softmax whose launch config (int -> block, warps) is memoised with functools.lru_cache (FP1).
+
+reference: softmax
+expect: clean
+"""
+import functools
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * x_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    y = e / tl.sum(e, axis=0)
+    tl.store(y_ptr + row * y_stride + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.lru_cache(maxsize=None)
+def _launch_config(n_cols: int):
+    """Block size and warps for a row width (pure function of an int; cached like Liger/xformers do)."""
+    block = triton.next_power_of_2(n_cols)
+    num_warps = 4 if block < 2048 else 8 if block < 8192 else 16
+    return block, num_warps
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1]).contiguous()
+        y = torch.empty_like(x2)
+        n_rows, n_cols = x2.shape
+        block, num_warps = _launch_config(n_cols)
+        _softmax_kernel[(n_rows,)](x2, y, n_cols, x2.stride(0), y.stride(0), BLOCK=block, num_warps=num_warps)
+        return y.view(shape)
