@@ -173,6 +173,43 @@ def test_project_cloned_under_tmp_stays_visible_above_the_scratch(tmp_path, monk
         shutil.rmtree(clone)
 
 
+def test_project_root_under_the_scratch_is_read_only_inside(monkeypatch):
+    """A clone under /tmp: the root's folder (on PYTHONPATH) must not be writable, or a module left there reaches the next child."""
+    import os
+    import shutil
+    import tempfile
+
+    import tools.sandbox.launch as sb
+    clone = tempfile.mkdtemp(prefix="nearmiss-clone-", dir="/tmp")
+    try:
+        os.makedirs(f"{clone}/tools")
+        monkeypatch.setattr(sb, "PROJECT_ROOT", clone)
+        res = _inside(f"""
+try:
+    open({clone + '/planted_mod.py'!r}, "w").write("X = 1"); print("root writable")
+except OSError as e:
+    print("root read-only", type(e).__name__)
+""")
+        assert "root read-only" in res.stdout_tail and "root writable" not in res.stdout_tail, res.stderr_tail
+    finally:
+        shutil.rmtree(clone)
+
+
+def test_another_interpreters_environment_is_bound_read_only(tmp_path):
+    """The Ascend worker's python (another venv) must exist inside: its prefix is bound; this process's is not repeated."""
+    import os
+    import sys
+
+    import tools.sandbox.launch as sb
+    venv = tmp_path / "venv-other"
+    (venv / "bin").mkdir(parents=True)
+    os.symlink(os.path.realpath(sys.executable), venv / "bin" / "python")
+    assert str(venv) in sb._interpreter_env(str(venv / "bin" / "python"))
+    assert sb._interpreter_env(sys.executable) == []
+    argv = sb.bwrap_argv(ro_extra=tuple(sb._interpreter_env(str(venv / "bin" / "python"))))
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"].count(str(venv)) == 1
+
+
 def test_bind_list_holds_the_worker_packages_never_the_project_root():
     """Findings 4/5: the project root (runs/ with earlier suites' expected.pt, the user's .env) is never bound."""
     import os

@@ -171,6 +171,29 @@ def _ro_system() -> list[str]:
     return args
 
 
+def _interpreter_env(python: str) -> list[str]:
+    """The environment (venv prefix) of another interpreter a worker runs with, e.g. ``.venv-ascend``.
+
+    Args:
+        python: path of the interpreter (``argv[0]`` of the sandboxed command).
+
+    Returns:
+        ``[prefix]`` (the folder above its ``bin/``) when it is not this process's interpreter
+        and exists, else ``[]``. Its ``bin/python`` may be a link to a base Python elsewhere:
+        that target's installation is bound too.
+    """
+    # a venv is known by its path, not by the binary its python links to (every venv of one base shares it)
+    if not python or not os.path.isabs(python) or os.path.abspath(python) == os.path.abspath(sys.executable):
+        return []
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    out = [prefix] if os.path.isdir(prefix) else []
+    real = os.path.realpath(python)
+    base = os.path.dirname(os.path.dirname(real))
+    if not real.startswith(prefix + os.sep) and os.path.isdir(base) and base != "/":
+        out.append(base)
+    return out
+
+
 def _code_paths() -> list[str]:
     """Read-only trees the worker needs: the interpreter, the virtual environment, the worker's packages.
 
@@ -195,7 +218,8 @@ def _code_paths() -> list[str]:
     return sorted(p for p in paths if not any(p != q and p.startswith(q + os.sep) for q in paths))
 
 
-def bwrap_argv(scratch_bytes: int = SCRATCH_BYTES, rw_binds: tuple[str, ...] = (), gpu: bool = False) -> list[str]:
+def bwrap_argv(scratch_bytes: int = SCRATCH_BYTES, rw_binds: tuple[str, ...] = (), gpu: bool = False,
+               ro_extra: tuple[str, ...] = ()) -> list[str]:
     """The bubblewrap command line (without ``--`` and the command) of one sandbox.
 
     Mount order matters: the scratch tmpfs at ``/tmp`` comes first, then the read-only
@@ -205,12 +229,18 @@ def bwrap_argv(scratch_bytes: int = SCRATCH_BYTES, rw_binds: tuple[str, ...] = (
         scratch_bytes: size of the writable tmpfs at ``/tmp``.
         rw_binds: host folders bound writable (the compile cache only); created if missing.
         gpu: bind ``/dev`` and ``/sys`` of the host (CUDA needs its device nodes); untested here.
+        ro_extra: more host trees bound read-only (the environment of another interpreter).
     """
     a = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
          "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
          "--hostname", "sandbox", "--size", str(int(scratch_bytes)), "--tmpfs", SCRATCH]
     a += _ro_system()
-    for p in _code_paths():
+    # the project root's folder (on PYTHONPATH) is an empty tmpfs made read-only below: where the
+    # project lies under the scratch (a clone in /tmp), the folder bwrap makes for the package
+    # binds would otherwise be writable, and a module left there would reach the next child
+    root = os.path.realpath(PROJECT_ROOT)
+    a += ["--tmpfs", root]
+    for p in sorted(set(_code_paths()) | {os.path.realpath(x) for x in ro_extra}):
         a += ["--ro-bind", p, p]
     a += ["--proc", "/proc"]
     if gpu:
@@ -222,7 +252,7 @@ def bwrap_argv(scratch_bytes: int = SCRATCH_BYTES, rw_binds: tuple[str, ...] = (
         a += ["--bind", p, p]
     # the root is bwrap's own tmpfs, where it made the mount points (the project root's folder
     # among them, which is on PYTHONPATH): read-only, so no child leaves a module there for the next
-    a += ["--remount-ro", "/", "--chdir", SCRATCH]
+    a += ["--remount-ro", root, "--remount-ro", "/", "--chdir", SCRATCH]
     return a
 
 
@@ -425,7 +455,8 @@ def run_sandboxed(argv: list[str], stdin_bytes: bytes = b"", env_extra: dict[str
         env["NEARMISS_UNSAFE_NO_SANDBOX"] = "1"  # the worker runs even where it cannot load seccomp
     res_r, res_w = os.pipe()
     env["NEARMISS_RESULT_FD"] = str(res_w)
-    cmd = bwrap_argv(scratch_bytes, rw_binds, gpu) + ["--", *argv] if sandboxed else list(argv)
+    cmd = bwrap_argv(scratch_bytes, rw_binds, gpu, tuple(_interpreter_env(argv[0]))) + ["--", *argv] \
+        if sandboxed else list(argv)
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, cwd=scratch or "/", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
