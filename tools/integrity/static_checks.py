@@ -17,6 +17,7 @@ import ast
 from typing import Callable
 
 from tools.integrity.candidate_ast import CandidateAST, _aliases, _is_jit, triton_kernels  # noqa: F401 (re-exported)
+from tools.integrity.host_allowlist import FORBIDDEN_MODULES, FORBIDDEN_NAMES
 from tools.records import Finding
 
 #: torch functions that only allocate, describe or configure tensors (allowed in ModelNew).
@@ -562,24 +563,21 @@ def _first_per_severity(findings: list[Finding]) -> list[Finding]:
 
 
 #: Modules whose import shows intent to escape or harm (processes, native code, files and fds by
-#: another name, frames, code loading, the product's own modules), as opposed to the correctness
-#: findings (numpy, tolist, torch compute...). A subset of ``IO_MODULES`` and
-#: ``host_allowlist.FORBIDDEN_MODULES``.
-ESCAPE_MODULES = {"socket", "_socket", "urllib", "urllib3", "requests", "http", "httpx", "ftplib", "smtplib",
-                  "subprocess", "_posixsubprocess", "multiprocessing", "ctypes", "_ctypes", "cffi", "mmap",
-                  "importlib", "marshal", "pickle", "dill", "cloudpickle", "code", "codeop", "signal", "_signal",
-                  "posix", "nt", "_io", "_os", "inspect", "traceback", "gc", "faulthandler", "shutil", "glob",
-                  "tools", "agents", "graph", "kb", "nearmiss"}
-#: Dotted names (after alias resolution) whose use or call shows intent to escape or harm.
-ESCAPE_NAMES = ("os.fork", "os.forkpty", "os.kill", "os.killpg", "os.setsid", "os.dup", "os.dup2", "os.open",
-                "os.pipe", "os.write", "os.writev", "os.fdopen", "os.read", "os.exec", "os.spawn", "os.posix_spawn",
-                "os.system", "os.popen", "os._exit", "os.remove", "os.unlink", "os.listdir", "os.walk", "os.scandir",
-                "os.rename", "os.replace", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chdir",
-                "sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile", "sys.addaudithook",
-                "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.last_exc", "builtins.__dict__",
-                "torch.load", "torch.save", "torch.serialization", "torch.from_file", "numpy.fromfile",
-                "exec", "eval", "compile", "__import__", "open", "breakpoint", "globals", "vars",
-                "builtins.exec", "builtins.eval", "builtins.open", "builtins.__import__")
+#: another name, frames, code loading, the product's own modules): every module the auditor forbids
+#: (``IO_MODULES``, ``host_allowlist.FORBIDDEN_MODULES``) except those that are only a correctness
+#: matter (host numerics, threads, dynamic dispatch) or harmless to import (io, pathlib, tempfile).
+ESCAPE_MODULES = (IO_MODULES | FORBIDDEN_MODULES) - {
+    "numpy", "scipy", "numba", "jax", "cupy", "threading", "_thread", "concurrent", "operator", "types",
+    "io", "pathlib", "tempfile"}
+#: Dotted names (after alias resolution) whose use or call shows intent to escape or harm: the
+#: host allowlist's forbidden names except the ways around the dispatch watch (a correctness
+#: matter, judged by the auditor), plus file, directory and code-loading calls.
+ESCAPE_NAMES = tuple(n for n in FORBIDDEN_NAMES if n not in (
+    "os.environ", "torch._C", "torch._dynamo", "torch.library", "torch.ops.aten", "torch.utils._python_dispatch")) + (
+    "os.remove", "os.unlink", "os.listdir", "os.walk", "os.scandir", "os.rename", "os.replace", "os.rmdir",
+    "os.symlink", "os.link", "os.truncate", "os.chdir", "torch.from_file", "numpy.fromfile",
+    "exec", "eval", "compile", "__import__", "open", "breakpoint", "globals", "vars",
+    "builtins.exec", "builtins.eval", "builtins.open", "builtins.__import__")
 _ESCAPE_HIDDEN = {"__builtins__", "__loader__", "__spec__", "__import__"}
 
 
