@@ -420,7 +420,7 @@ def run_sandboxed(argv: list[str], stdin_bytes: bytes = b"", env_extra: dict[str
     The child reads ``stdin_bytes`` on its stdin and may send result frames (``send_frame``)
     to the file descriptor named by its ``NEARMISS_RESULT_FD`` variable; its cwd, HOME and
     TMPDIR are the scratch tmpfs ``/tmp``. Paths in ``argv`` must lie in the read-only trees
-    (the interpreter, the venv, the project) or in ``rw_binds``.
+    (the interpreter and its environment, the worker packages of ``WORKER_PACKAGES``) or in ``rw_binds``.
 
     Args:
         argv: command inside the sandbox, e.g. ``[sys.executable, "-m", "tools.worker.main", "eval"]``.
